@@ -1,0 +1,25 @@
+"""The exceptions ppdp raises; each message says what is wrong and what to do."""
+
+
+class PpdpError(Exception):
+    """Base class of every error ppdp raises on purpose."""
+
+
+class SchemaError(PpdpError, ValueError):
+    """A table, column, role or domain is not what it must be."""
+
+
+class MissingValuesError(SchemaError):
+    """The input holds missing values and dropping them was not asked for."""
+
+
+class QueryError(PpdpError, ValueError):
+    """A query cannot be parsed, or does not fit the table it is asked of."""
+
+
+class ReleaseError(PpdpError):
+    """A release directory is missing, corrupt, or of a newer format."""
+
+
+class InfeasibleError(PpdpError, ValueError):
+    """The data cannot meet the requested privacy parameters."""

@@ -1,0 +1,119 @@
+"""The Mechanism contract: a small immutable object holding validated parameters, whose
+``publish`` turns a Table into a Release without touching the Table."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ppdp.errors import SchemaError
+from ppdp.randomness import RandomState
+from ppdp.release import Release
+from ppdp.table import Table
+
+REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A mechanism parameter as the CLI and docs show it, named by the paper's symbol."""
+
+    name: str
+    kind: type
+    help: str
+    default: Any = REQUIRED
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    def convert(self, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                if self.kind is int:
+                    number = float(value)
+                    if not number.is_integer():
+                        raise ValueError
+                    return int(number)
+                return self.kind(value)
+            except ValueError:
+                raise ValueError(f"parameter {self.name!r} must be {self.kind.__name__}, got "
+                                 f"{value!r}") from None
+        return value
+
+
+class Mechanism(ABC):
+    """Publishes a Table as a Release. Subclasses set ``name``, ``summary``, ``parameters``."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    parameters: ClassVar[tuple[Parameter, ...]]
+    registry: ClassVar[dict[str, type[Mechanism]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            Mechanism.registry[cls.name] = cls
+
+    @abstractmethod
+    def publish(self, table: Table, *, random_state: RandomState = None) -> Release:
+        """Publish the table. ``random_state``: None (OS entropy, the default for real
+        releases), an int seed (reproducible, for experiments) or a numpy Generator."""
+
+    @abstractmethod
+    def guarantee(self) -> Any:
+        """The paper's privacy guarantee for these parameters (an object with ``to_dict``)."""
+
+    @property
+    def parameter_values(self) -> dict[str, Any]:
+        return {p.name: getattr(self, p.name) for p in self.parameters}
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{k}={v!r}" for k, v in self.parameter_values.items())
+        return f"{type(self).__name__}({values})"
+
+    @classmethod
+    def from_params(cls, values: Mapping[str, Any]) -> Mechanism:
+        """Build from ``name=value`` pairs (strings are converted), with clear errors."""
+        known = {p.name: p for p in cls.parameters}
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise ValueError(f"mechanism {cls.name!r} has no parameter {unknown[0]!r}; its "
+                             f"parameters: {', '.join(known) or 'none'}")
+        kwargs = {}
+        for name, parameter in known.items():
+            if name in values:
+                kwargs[name] = parameter.convert(values[name])
+            elif parameter.required:
+                raise ValueError(f"mechanism {cls.name!r} needs parameter {name!r} "
+                                 f"({parameter.help}); pass -p {name}=VALUE")
+        return cls(**kwargs)
+
+
+def get_mechanism(name: str) -> type[Mechanism]:
+    """The mechanism class registered under ``name``."""
+    try:
+        return Mechanism.registry[name]
+    except KeyError:
+        raise ValueError(f"unknown mechanism {name!r}; known: "
+                         f"{', '.join(sorted(Mechanism.registry))}") from None
+
+
+def require_integer(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def require_sensitive(table: Table, mechanism: str, *,
+                      exactly_one: bool = False) -> tuple[str, ...]:
+    sensitive = table.schema.sensitive
+    if not sensitive:
+        raise SchemaError(f"{mechanism} needs a sensitive column; mark one with "
+                          f"read_table(..., sensitive=...) or table.with_roles(sensitive=...) "
+                          f"(CLI: --sensitive COL)")
+    if exactly_one and len(sensitive) > 1:
+        raise SchemaError(f"{mechanism} protects one sensitive column; got {list(sensitive)}")
+    return sensitive

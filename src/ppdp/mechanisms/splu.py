@@ -1,0 +1,330 @@
+"""SPLU-Gen: small-sum privacy, large-sum utility (Fu, Wang, Wong, Wang, Jiang 2014).
+
+Publishing (Section 3.1): the rows are partitioned, per sensitive attribute, into decoy groups
+of gamma rows holding gamma distinct values (deterministically, see ``grouping``); each row's
+published value is drawn uniformly from its group's values, so it keeps its own value with
+p = 1/gamma and takes each decoy with q = 1/gamma. Non-sensitive values are published as they
+are, the rows are shuffled, and only gamma is published with them: never the decoy groups.
+
+Estimation:
+
+- a sensitive value alone: its published count (Theorem 2, the MLE), with the binomial
+  variance f(1 - 1/gamma) (Section 4);
+- conditions mixing non-sensitive attributes P with values s_1..s_w of sensitive attributes:
+  iterative Bayesian reconstruction over the 2^(w+1) states (P?, s_1?, .., s_w?) with
+  ``M = M_0 (x) M_1 (x) .. (x) M_w`` (Section 5, Eq. 13-14). Anything else (IN lists, OR,
+  NOT, GROUP BY) is rewritten as a disjoint sum of such terms.
+
+The rate at which a row whose value is not s publishes s: the paper approximates it by f_s/N
+(Section 5.1, from "f_s of the N/gamma groups contain s"). Exactly, the f_s groups holding s
+have f_s (gamma - 1) other rows out of N - f_s, each publishing s with probability 1/gamma, so
+the rate is f_s (gamma - 1) / (gamma (N - f_s)). ppdp uses the exact rate: with it the expected
+published count of s is exactly f_s, consistent with Theorem 2, and the reconstruction of a
+value alone returns its published count.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ppdp.guarantees import splu_guarantee
+from ppdp.mechanisms.base import Mechanism, Parameter, require_integer, require_sensitive
+from ppdp.mechanisms.grouping import DistinctValueGroups, distinct_value_groups
+from ppdp.query import BoundQuery, Const, count_histogram, split
+from ppdp.randomness import RandomState, make_rng
+from ppdp.reconstruct import delta_method_variance, iterative_bayesian
+from ppdp.release import RowsRelease
+from ppdp.table import Schema, Table
+
+_CHUNK = 1 << 20
+
+
+class SPLUGen(Mechanism):
+    """SPLU-Gen (Section 3): decoy-group randomization of the sensitive attributes."""
+
+    name = "splu"
+    summary = "SPLU-Gen: each sensitive value redrawn from a hidden decoy group of gamma values"
+    parameters = (
+        Parameter("gamma", int, "decoy group size gamma (>= 2); p = q = 1/gamma (Section 3.1)"),
+    )
+
+    def __init__(self, *, gamma: int) -> None:
+        self.gamma = require_integer("gamma", gamma, 2)
+
+    def publish(self, table: Table, *, random_state: RandomState = None) -> SpluRelease:
+        """Randomize every sensitive column through its decoy groups, then shuffle the rows."""
+        sensitive = require_sensitive(table, "SPLU-Gen")
+        rng = make_rng(random_state)
+        published_columns = [c.name for c in table.schema.columns if c.role != "ignored"]
+        codes = {}
+        for name in published_columns:
+            values = table.codes[name]
+            if name in sensitive:
+                column = table.schema[name]
+                groups = distinct_value_groups(values, self.gamma, domain_size=column.size,
+                                               column=name, symbol="gamma",
+                                               domain=column.domain)
+                values = draw_within_groups(values, groups, rng)
+            codes[name] = values
+        shuffle = shuffled_positions(table.n_rows, rng)
+        codes = {name: values[shuffle] for name, values in codes.items()}
+        schema = table.schema.select(published_columns)
+        return SpluRelease(schema, {"gamma": self.gamma}, table.n_rows, codes)
+
+    def guarantee(self, *, epsilon: float = 0.3, a: int = 3, T_E: float | None = None) -> Any:
+        """Lemma 1 and Theorem 4 for this gamma (defaults: the paper's Example 2)."""
+        return splu_guarantee(gamma=self.gamma, epsilon=epsilon, a=a, T_E=T_E)
+
+
+def draw_within_groups(values: np.ndarray, groups: DistinctValueGroups,
+                       rng: np.random.Generator) -> np.ndarray:
+    """Each row's new value drawn uniformly from its group's values (Section 3.1, Step 3).
+
+    Works through the rows in chunks so that temporaries stay small at 10^7 rows.
+    """
+    n_rows, n_groups = groups.n_rows, groups.n_groups
+    sorted_values = values[groups.order]
+    base, extra = divmod(n_rows, n_groups)
+    drawn_sorted = np.empty_like(sorted_values)
+    for start in range(0, n_rows, _CHUNK):
+        position = np.arange(start, min(start + _CHUNK, n_rows), dtype=np.int64)
+        group = position % n_groups
+        size = base + (group < extra)
+        member = (rng.random(len(position)) * size).astype(np.int64)
+        drawn_sorted[start:start + len(position)] = sorted_values[group + member * n_groups]
+    drawn = np.empty_like(values)
+    drawn[groups.order] = drawn_sorted
+    return drawn
+
+
+def shuffled_positions(n_rows: int, rng: np.random.Generator) -> np.ndarray:
+    """A random permutation of the row positions (int32 where it fits, to save memory)."""
+    positions = np.arange(n_rows, dtype=np.int32 if n_rows < 2**31 else np.int64)
+    rng.shuffle(positions)
+    return positions
+
+
+class SpluRelease(RowsRelease):
+    """A SPLU-Gen release: the randomized rows and gamma.
+
+    ``tolerance`` and ``max_iterations`` (attributes) control the reconstruction (Eq. 13-14).
+    """
+
+    mechanism = "splu"
+    tolerance = 1e-6
+    max_iterations = 10_000
+
+    def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
+                 codes: Mapping[str, np.ndarray]) -> None:
+        super().__init__(schema, parameters, n_rows, codes)
+        self.gamma = require_integer("gamma", int(self.parameters["gamma"]), 2)
+
+    def _estimate(self, queries: Sequence[BoundQuery]
+                  ) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        sizes = self.schema.sizes()
+        sensitive = self.schema.sensitive
+        problems: dict[int, _Problems] = {}
+        outputs: list[tuple[np.ndarray, np.ndarray | None]] = []
+        for index, query in enumerate(queries):
+            shape = tuple(sizes[c] for c in query.group_by)
+            mentioned = [c for c in sensitive if c in query.columns]
+            if not mentioned:
+                # Non-sensitive columns are published unchanged: the count is exact.
+                counts = count_histogram(self._cube, query.predicate, query.group_by)
+                outputs.append((np.asarray(counts, dtype=np.float64), np.zeros(shape)))
+                continue
+            outputs.append((np.zeros(shape), np.zeros(shape)))
+            plain_groups = [c for c in query.group_by if c not in sensitive]
+            totals = self._cube.histogram(mentioned)
+            for rest, combos in split(query.predicate, mentioned, sizes):
+                counts = count_histogram(self._cube, rest, plain_groups + mentioned)
+                observed = observed_states(counts, totals, len(plain_groups))
+                selected = np.nonzero(np.broadcast_to(combos, counts.shape))
+                axes = [selected[plain_groups.index(c)] if c in plain_groups
+                        else selected[len(plain_groups) + mentioned.index(c)]
+                        for c in query.group_by]
+                cells = (np.ravel_multi_index(axes, shape) if axes
+                         else np.zeros(len(selected[0]), dtype=np.int64))
+                # A value alone (no other condition): the variances of several values add up
+                # to at most the binomial bound of their union (Section 4).
+                summable = (isinstance(rest, Const) and len(mentioned) == 1
+                            and not plain_groups)
+                problems.setdefault(len(mentioned), _Problems()).add(
+                    observed[selected], index, cells, summable)
+        for width, batch in problems.items():
+            self._solve(width, batch, outputs)
+        return [(values, stderr) for values, stderr in outputs]
+
+    def _solve(self, width: int, batch: _Problems,
+               outputs: list[tuple[np.ndarray, np.ndarray | None]]) -> None:
+        observed = np.concatenate(batch.observed)
+        query_of = np.concatenate(batch.query)
+        cell_of = np.concatenate(batch.cell)
+        summable = np.concatenate(batch.summable)
+        model = _DecoyModel(self.gamma, self.n_rows, width)
+        result = iterative_bayesian(observed, lambda x, rows: model.transition(x),
+                                    tolerance=self.tolerance,
+                                    max_iterations=self.max_iterations)
+        counts = result.counts
+        last = counts.shape[1] - 1
+        variance = delta_method_variance(model.jacobian(counts), model.covariance(counts), last)
+        for query in np.unique(query_of):
+            rows = query_of == query
+            values, stderr = outputs[query]
+            size = values.size
+            cells = cell_of[rows]
+            flat_values = values.reshape(-1)
+            flat_values += np.bincount(cells, weights=counts[rows, last], minlength=size)
+            terms = np.bincount(cells, minlength=size)
+            total_variance = np.bincount(cells, weights=variance[rows], minlength=size)
+            all_summable = np.bincount(cells, weights=~summable[rows], minlength=size) == 0
+            known = (terms <= 1) | all_summable
+            assert stderr is not None
+            flat_stderr = stderr.reshape(-1)
+            flat_stderr[:] = np.where(known, np.sqrt(total_variance), np.nan)
+
+
+@dataclass
+class _Problems:
+    """Reconstruction problems of one width w, gathered across queries."""
+
+    observed: list[np.ndarray] = field(default_factory=list)
+    query: list[np.ndarray] = field(default_factory=list)
+    cell: list[np.ndarray] = field(default_factory=list)
+    summable: list[np.ndarray] = field(default_factory=list)
+
+    def add(self, observed: np.ndarray, query: int, cells: np.ndarray, summable: bool) -> None:
+        self.observed.append(observed)
+        self.query.append(np.full(len(observed), query))
+        self.cell.append(cells)
+        self.summable.append(np.full(len(observed), summable))
+
+
+def observed_states(counts: np.ndarray, totals: np.ndarray, n_group_axes: int) -> np.ndarray:
+    """Observed counts y of the 2^(w+1) states (Definition 5), for every cell.
+
+    ``counts[g..., u_1..u_w]``: published rows satisfying P (per group key g) with published
+    sensitive values u; ``totals[u_1..u_w]``: all published rows. Returns an array of shape
+    ``counts.shape + (2^(w+1),)`` whose last axis, at cell (g, v), is y over the states
+    (P bit, [u_1 = v_1], .., [u_w = v_w]) in the order of M_0 (x) M_1 (x) .. (x) M_w.
+    By inclusion-exclusion over the marginals of ``counts`` and ``totals``.
+    """
+    width = totals.ndim
+    totals = totals.reshape((1,) * n_group_axes + totals.shape)
+    matching: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for subset in range(1 << width):
+        # Rows whose published values equal v on the attributes in `subset` (bit w-1-i is
+        # attribute i, so that state indices follow the Kronecker order).
+        free = tuple(n_group_axes + i for i in range(width) if not subset >> (width - 1 - i) & 1)
+        inside = np.broadcast_to(counts.sum(axis=free, keepdims=True), counts.shape)
+        everywhere = np.broadcast_to(totals.sum(axis=free, keepdims=True), counts.shape)
+        matching[subset] = (inside, everywhere - inside)
+    states = np.zeros((*counts.shape, 2 << width))
+    for bits in range(1 << width):
+        for superset in range(1 << width):
+            if superset & bits != bits:
+                continue
+            sign = -1.0 if bin(superset ^ bits).count("1") % 2 else 1.0
+            inside, outside = matching[superset]
+            states[..., (1 << width) | bits] += sign * inside
+            states[..., bits] += sign * outside
+    return states
+
+
+class _DecoyModel:
+    """The transition model of SPLU-Gen for w sensitive attributes (Section 5.2)."""
+
+    def __init__(self, gamma: int, n_rows: int, width: int) -> None:
+        self.gamma = gamma
+        self.n_rows = n_rows
+        self.width = width
+        letters = string.ascii_lowercase
+        bits, rows, cols = letters[:width + 1], letters[8:9 + width], letters[17:18 + width]
+        factors = ",".join(f"z{rows[t]}{cols[t]}" for t in range(width + 1))
+        self._kron = f"{factors}->z{rows}{cols}"
+        mixed = ",".join(f"z{bits[t]}{rows[t]}{cols[t]}" for t in range(width + 1))
+        self._second_moment = f"z{bits},{mixed}->z{rows}{cols}"
+
+    def _frequencies(self, x: np.ndarray) -> list[np.ndarray]:
+        shaped = x.reshape((len(x),) + (2,) * (self.width + 1))
+        n_rows, gamma = self.n_rows, self.gamma
+        return [np.clip(shaped.take(1, axis=2 + i).reshape(len(x), -1).sum(axis=1),
+                        0.0, n_rows / gamma) for i in range(self.width)]
+
+    def _decoy_rate(self, f: np.ndarray) -> np.ndarray:
+        """Probability that a row without value s publishes s: f_s (gamma-1)/(gamma (N-f_s))."""
+        gamma = self.gamma
+        return f * (gamma - 1) / (gamma * np.maximum(self.n_rows - f, 1e-12))
+
+    def _kronecker(self, factors: Sequence[np.ndarray]) -> np.ndarray:
+        k = 2 << self.width
+        return np.einsum(self._kron, *factors).reshape(-1, k, k)
+
+    def _factors(self, x: np.ndarray) -> list[np.ndarray]:
+        rows = len(x)
+        identity = np.broadcast_to(np.eye(2), (rows, 2, 2))
+        return [identity] + [self._attribute_matrix(self._decoy_rate(f))
+                             for f in self._frequencies(x)]
+
+    def _attribute_matrix(self, rate: np.ndarray) -> np.ndarray:
+        # M_i of Section 5.2, rows: true value is not s / is s; columns: published not s / s.
+        matrix = np.empty((len(rate), 2, 2))
+        matrix[:, 0, 0] = 1.0 - rate
+        matrix[:, 0, 1] = rate
+        matrix[:, 1, 0] = 1.0 - 1.0 / self.gamma
+        matrix[:, 1, 1] = 1.0 / self.gamma
+        return matrix
+
+    def transition(self, x: np.ndarray) -> np.ndarray:
+        return self._kronecker(self._factors(x))
+
+    def jacobian(self, x: np.ndarray) -> np.ndarray:
+        """d/dx of g(x) = M(x)^T x, including M's dependence on the frequencies f_i(x)."""
+        factors = self._factors(x)
+        jacobian = np.swapaxes(self._kronecker(factors), 1, 2).copy()
+        gamma, n_rows = self.gamma, self.n_rows
+        states = np.arange(2 << self.width)
+        for i, f in enumerate(self._frequencies(x)):
+            slope = (gamma - 1) * n_rows / (gamma * np.maximum(n_rows - f, 1e-12) ** 2)
+            derivative = np.zeros((len(x), 2, 2))
+            derivative[:, 0, 0] = -slope
+            derivative[:, 0, 1] = slope
+            varied = factors.copy()
+            varied[1 + i] = derivative
+            direction = np.einsum("rkj,rk->rj", self._kronecker(varied), x)
+            has_value = (states >> (self.width - 1 - i)) & 1
+            jacobian += direction[:, :, None] * has_value[None, None, :]
+        return jacobian
+
+    def covariance(self, x: np.ndarray) -> np.ndarray:
+        """Covariance of the observed state counts given true counts x.
+
+        Rows are independent; a row's published state has mean M[k] for its true state k.
+        Whether a row without value s sits in one of the f_s groups holding s is fixed by the
+        (hidden) partition; averaging over it, that row publishes s with probability 1/gamma
+        with chance pi = f_s (gamma-1)/(N - f_s) and never otherwise. Hence
+        Cov(y) = diag(M^T x) - sum_k x_k E[m_k m_k^T] with E[m m^T] a Kronecker product of
+        per-attribute second moments.
+        """
+        rows = len(x)
+        gamma = self.gamma
+        keep = np.array([1.0 - 1.0 / gamma, 1.0 / gamma])
+        never = np.array([1.0, 0.0])
+        retained = np.outer(keep, keep)
+        moments = [np.broadcast_to(np.stack([np.diag([1.0, 0.0]), np.diag([0.0, 1.0])]),
+                                   (rows, 2, 2, 2))]
+        for f in self._frequencies(x):
+            chance = np.clip(gamma * self._decoy_rate(f), 0.0, 1.0)
+            other = chance[:, None, None] * retained + (1 - chance)[:, None, None] * np.outer(
+                never, never)
+            moments.append(np.stack([other, np.broadcast_to(retained, (rows, 2, 2))], axis=1))
+        shaped = x.reshape((rows,) + (2,) * (self.width + 1))
+        k = 2 << self.width
+        second = np.einsum(self._second_moment, shaped, *moments).reshape(rows, k, k)
+        mean = np.einsum("rk,rkj->rj", x, self.transition(x))
+        return np.einsum("rj,jk->rjk", mean, np.eye(k)) - second
