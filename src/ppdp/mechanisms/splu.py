@@ -85,20 +85,17 @@ def draw_within_groups(values: np.ndarray, groups: DistinctValueGroups,
                        rng: np.random.Generator) -> np.ndarray:
     """Each row's new value drawn uniformly from its group's values (Section 3.1, Step 3).
 
-    Works through the rows in chunks so that temporaries stay small at 10^7 rows.
+    Works through the groups in chunks so that temporaries stay small at 10^7 rows.
     """
-    n_rows, n_groups = groups.n_rows, groups.n_groups
-    sorted_values = values[groups.order]
-    base, extra = divmod(n_rows, n_groups)
-    drawn_sorted = np.empty_like(sorted_values)
-    for start in range(0, n_rows, _CHUNK):
-        position = np.arange(start, min(start + _CHUNK, n_rows), dtype=np.int64)
-        group = position % n_groups
-        size = base + (group < extra)
-        member = (rng.random(len(position)) * size).astype(np.int64)
-        drawn_sorted[start:start + len(position)] = sorted_values[group + member * n_groups]
+    members, sizes = groups.members, groups.sizes
     drawn = np.empty_like(values)
-    drawn[groups.order] = drawn_sorted
+    step = max(1, _CHUNK // members.shape[1])
+    for start in range(0, groups.n_groups, step):
+        block = members[start:start + step]
+        pick = (rng.random(block.shape) * sizes[start:start + step, None]).astype(np.int64)
+        source = np.take_along_axis(block, pick, axis=1)
+        filled = block >= 0
+        drawn[block[filled]] = values[source[filled]]
     return drawn
 
 
