@@ -116,7 +116,9 @@ def parse_query(text: str | Query) -> Query:
         return text
     if not isinstance(text, str) or not text.strip():
         raise QueryError("a query must be a non-empty string")
-    source = text.strip().rstrip(";")
+    source = text.strip().rstrip(";").strip()
+    if not source:
+        raise QueryError("a query must be a non-empty string")
     is_select = source.split(None, 1)[0].upper() == "SELECT"
     sql = source if is_select else f"SELECT COUNT(*) FROM t WHERE {source}"
     try:
@@ -133,7 +135,12 @@ def parse_query(text: str | Query) -> Query:
                                                        if tree.args.get("group") else ()))
     counts = [e for e in tree.expressions if isinstance(e, exp.Count)]
     others = [e for e in tree.expressions if not isinstance(e, exp.Count)]
-    if len(counts) != 1 or any(_column_name(e, text) not in group_by for e in others):
+    grouped_names = {name.lower() for name in group_by}
+    if any(not isinstance(c.this, exp.Star) for c in counts):
+        raise QueryError(f"only COUNT(*) is supported (not COUNT(DISTINCT ...) or "
+                         f"COUNT(column)): {text!r}")
+    if len(counts) != 1 or any(_column_name(e, text).lower() not in grouped_names
+                               for e in others):
         raise QueryError(f"the select list must be COUNT(*) (and optionally GROUP BY columns): "
                          f"{text!r}")
     where = tree.args.get("where")
@@ -448,6 +455,12 @@ def _resolve_name(name: str, schema: Schema) -> str:
 
 
 def _bind(condition: Condition, schema: Schema) -> Predicate:
+    # Simplified at every level, so that IN lists and negations on one column become a
+    # single lookup table and conjunctions of them stay boxes.
+    return simplify(_bind_node(condition, schema))
+
+
+def _bind_node(condition: Condition, schema: Schema) -> Predicate:
     if isinstance(condition, TrueCondition):
         return Const(True)
     if isinstance(condition, And):
@@ -484,8 +497,9 @@ def _normalise_expr(expr: Expr, schema: Schema) -> Expr:
     if isinstance(expr, Arith):
         if expr.op == "-":
             name = _hyphen_name(expr)
-            if name is not None and name in schema:
-                return Col(name)
+            known = {n.lower(): n for n in schema.names}
+            if name is not None and name.lower() in known:
+                return Col(known[name.lower()])
         return Arith(expr.op, _normalise_expr(expr.left, schema),
                      _normalise_expr(expr.right, schema))
     return expr
@@ -580,10 +594,12 @@ def _coerce_literal(value: Any, kind: str, column: str) -> Any:
 
 def _unknown_value_message(value: Any, column: str, domain: Sequence[Any]) -> str:
     as_text = [str(v) for v in domain]
-    close = difflib.get_close_matches(str(value), as_text, n=3, cutoff=0.4)
-    if not close and not isinstance(value, str):
+    if isinstance(value, str):
+        close = difflib.get_close_matches(value, as_text, n=3, cutoff=0.4)
+    else:
         numbers = np.asarray(domain, dtype=float)
-        close = [as_text[i] for i in np.argsort(np.abs(numbers - float(value)))[:3]]
+        close = [as_text[i] for i in np.argsort(np.abs(numbers - float(value)),
+                                                kind="stable")[:3]]
     shown = close or as_text[:5]
     return (f"value {value!r} is not in the domain of column {column!r}; closest: "
             f"{', '.join(map(repr, shown))} ({len(domain)} values in all)")

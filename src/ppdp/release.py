@@ -157,6 +157,8 @@ class Release(ABC):
 
     mechanism: ClassVar[str]
     registry: ClassVar[dict[str, type[Release]]] = {}
+    answers_every_key: ClassVar[bool] = False
+    """GROUP BY lists every key of the domain product, not only non-zero estimates."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -179,7 +181,9 @@ class Release(ABC):
         bound = bind(query, self.schema)
         values, stderr = self._estimate([bound])[0]
         if bound.group_by:
-            return grouped(self.schema, bound.group_by, values, stderr, interval=self._interval)
+            keep = np.ones(values.shape, dtype=bool) if self.answers_every_key else None
+            return grouped(self.schema, bound.group_by, values, stderr, keep=keep,
+                           interval=self._interval)
         return self._interval(float(values), None if stderr is None or np.isnan(stderr)
                               else float(stderr))
 
@@ -343,9 +347,13 @@ def rows_from_arrow(schema: Schema, table: pa.Table, n_rows: int) -> dict[str, n
         if pa.types.is_dictionary(array.type):
             array = array.dictionary_decode()
         value_set = pa.array(list(column.domain))
-        if not array.type.equals(value_set.type):
-            array = pc.cast(array, value_set.type)
-        indices = pc.index_in(array, value_set=value_set)
+        try:
+            if not array.type.equals(value_set.type):
+                array = pc.cast(array, value_set.type)
+            indices = pc.index_in(array, value_set=value_set)
+        except pa.ArrowException as exc:
+            raise ValueError(f"column {column.name!r} has type {array.type}, not "
+                             f"{value_set.type}") from exc
         if indices.null_count:
             raise ValueError(f"column {column.name!r} holds values outside its domain")
         codes[column.name] = indices.to_numpy(zero_copy_only=False).astype(column.dtype)

@@ -49,16 +49,18 @@ class Anatomy(Mechanism):
         values = table.codes[sensitive]
         groups = distinct_value_groups(values, self.l, domain_size=column.size,
                                        column=sensitive, symbol="l", domain=column.domain)
-        group_ids = rng.permutation(groups.n_groups).astype(np.int32)[groups.group_of_rows()]
+        relabel = rng.permutation(groups.n_groups).astype(np.int32)
+        group_ids = relabel[groups.group_of_rows()]
         quasi = table.schema.quasi_identifiers
         shuffle = shuffled_positions(table.n_rows, rng)
         qit = {name: table.codes[name][shuffle] for name in quasi}
         qit_groups = group_ids[shuffle]
-        # ST: one line per (group, value); values within a group are distinct, so counts are 1
-        # for this construction, but the format and estimator take any counts.
-        pairs, counts = np.unique(group_ids.astype(np.int64) * column.size + values,
-                                  return_counts=True)
-        st = (pairs // column.size, pairs % column.size, counts)
+        # ST straight from the partition, in group-id order: a group's values are distinct,
+        # so each (group, value) line has count 1 (the format and estimator take any counts).
+        members = groups.members[np.argsort(relabel)]
+        filled = members >= 0
+        st = (np.nonzero(filled)[0].astype(np.int32), values[members[filled]],
+              np.ones(table.n_rows, dtype=np.int32))
         schema = table.schema.select([*quasi, sensitive])
         return AnatomyRelease(schema, {"l": self.l, "n_groups": groups.n_groups}, table.n_rows,
                               qit, qit_groups, st)
@@ -78,20 +80,28 @@ class AnatomyRelease(Release):
         super().__init__(schema, parameters, n_rows)
         (self.sensitive,) = schema.sensitive
         self.qit = dict(qit)
-        self.qit_groups = np.asarray(qit_groups, dtype=np.int64)
-        self.st = tuple(np.asarray(a, dtype=np.int64) for a in st)
+        self.qit_groups = np.asarray(qit_groups, dtype=np.int32)
+        self.st = tuple(np.asarray(a) for a in st)
         n_groups = int(parameters["n_groups"])
         if len(self.qit_groups) and (self.qit_groups.min() < 0
                                      or self.qit_groups.max() >= n_groups):
             raise ValueError("QIT group ids out of range")
-        group_sizes = np.bincount(self.qit_groups, minlength=n_groups)
-        st_groups, st_values, st_counts = self.st
+        self._group_sizes = np.bincount(self.qit_groups, minlength=n_groups)
+        st_groups, _, st_counts = self.st
         if not np.array_equal(np.bincount(st_groups, weights=st_counts, minlength=n_groups),
-                              group_sizes):
+                              self._group_sizes):
             raise ValueError("ST counts do not add up to the QIT group sizes")
-        self._cube = _ExpectedCube(self.qit, schema.sizes(), n_rows, self.sensitive,
-                                   self.qit_groups, st_groups, st_values,
-                                   st_counts / group_sizes[st_groups])
+        self._expected: _ExpectedCube | None = None
+
+    @property
+    def _cube(self) -> _ExpectedCube:
+        # Built on the first query, not at publishing time.
+        if self._expected is None:
+            st_groups, st_values, st_counts = self.st
+            self._expected = _ExpectedCube(self.qit, self.schema.sizes(), self.n_rows,
+                                           self.sensitive, self.qit_groups, st_groups,
+                                           st_values, st_counts / self._group_sizes[st_groups])
+        return self._expected
 
     def _tables(self) -> dict[str, pa.Table]:
         quasi = self.schema.select(self.schema.quasi_identifiers)

@@ -66,6 +66,8 @@ class LaplaceSession(Release):
     """Noisy answers to count queries over private data; ``spent_epsilon`` tracks the budget."""
 
     mechanism = "laplace"
+    # A key whose noisy answer is 0 is still an answer; hiding it would leak.
+    answers_every_key = True
 
     def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
                  codes: Mapping[str, np.ndarray], *, rng: np.random.Generator | None) -> None:
