@@ -1,0 +1,174 @@
+"""Tests of the SPLU-Gen query pools (Section 6.1, SDR Appendix 10.9) in ppdp.evaluate.workloads."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import ppdp
+from ppdp.errors import SchemaError
+from ppdp.evaluate.workloads import QueryPool, _draw, splu_pools
+from ppdp.query import And, Col, Compare, Condition, Lit, parse_query
+from ppdp.table import Role, Table, table_from_arrow
+
+SIZE = 300
+
+
+@pytest.fixture(scope="module")
+def adult() -> Table:
+    return ppdp.datasets.adult(sensitive="occupation")
+
+
+@pytest.fixture(scope="module")
+def pools(adult: Table) -> tuple[QueryPool, QueryPool]:
+    return splu_pools(adult, size=SIZE, random_state=11)
+
+
+def _atoms(condition: Condition) -> list[Compare]:
+    if isinstance(condition, And):
+        return [atom for item in condition.items for atom in _atoms(item)]
+    assert isinstance(condition, Compare)
+    return [condition]
+
+
+def test_pool_sizes_and_names(pools: tuple[QueryPool, QueryPool]) -> None:
+    small, large = pools
+    assert (small.name, large.name) == ("small", "large")
+    assert len(small) == len(large) == SIZE
+    assert small.truth.shape == large.truth.shape == (SIZE,)
+
+
+def test_truth_bands(adult: Table, pools: tuple[QueryPool, QueryPool]) -> None:
+    small, large = pools
+    assert small.truth.min() >= 1 and small.truth.max() <= 10
+    selectivity = large.truth / adult.n_rows
+    assert selectivity.min() >= 0.005 and selectivity.max() < 0.05
+    # 0.5 % of 30,162 rows is 150.81: the smallest large count is 151.
+    assert large.truth.min() >= 151
+
+
+def test_seeds_reproduce(adult: Table, pools: tuple[QueryPool, QueryPool]) -> None:
+    again = splu_pools(adult, size=SIZE, random_state=11)
+    other = splu_pools(adult, size=SIZE, random_state=12)
+    for first, second in zip(pools, again, strict=True):
+        assert [q.text for q in first.queries] == [q.text for q in second.queries]
+        np.testing.assert_array_equal(first.truth, second.truth)
+    assert [q.text for q in pools[0].queries] != [q.text for q in other[0].queries]
+
+
+def test_queries_are_distinct(pools: tuple[QueryPool, QueryPool]) -> None:
+    for pool in pools:
+        conditions = {frozenset(_atoms(q.where)) for q in pool.queries}
+        assert len(conditions) == len(pool)
+        assert len({q.text for q in pool.queries}) == len(pool)
+
+
+def test_query_form(adult: Table, pools: tuple[QueryPool, QueryPool]) -> None:
+    quasi = set(adult.schema.quasi_identifiers)
+    widths = set()
+    for pool in pools:
+        for query in pool.queries:
+            atoms = _atoms(query.where)
+            assert all(a.op == "=" and isinstance(a.left, Col) and isinstance(a.right, Lit)
+                       for a in atoms)
+            names = [a.left.name for a in atoms]
+            assert names[-1] == "occupation"
+            assert set(names[:-1]) <= quasi and len(set(names[:-1])) == len(names) - 1
+            widths.add(len(names) - 1)
+            for atom in atoms:
+                value = atom.right.value
+                assert type(value) in (int, float, str)
+                assert value in adult.schema[atom.left.name].domain
+    assert widths == {1, 2, 3}
+
+
+def test_truth_matches_sql_brute_force(adult: Table,
+                                       pools: tuple[QueryPool, QueryPool]) -> None:
+    for pool in pools:
+        for index in range(0, len(pool), 15):
+            query = pool.queries[index]
+            assert adult.count(query.text).value == pool.truth[index], query.text
+
+
+def test_text_parses_to_the_same_conditions(pools: tuple[QueryPool, QueryPool]) -> None:
+    for query in pools[0].queries[:50]:
+        assert set(_atoms(parse_query(query.text).where)) == set(_atoms(query.where))
+    assert any('"marital-status"' in q.text or '"native-country"' in q.text
+               or '"salary-class"' in q.text for q in pools[0].queries)
+
+
+def test_draw_picks_d_uniformly_and_columns_without_replacement() -> None:
+    rng = np.random.default_rng(0)
+    sizes = np.array([2, 3, 4, 5, 6])
+    rows = _draw(rng, 30_000, sizes, 7)
+    used = rows[:, :5] > 0
+    d = used.sum(axis=1)
+    shares = np.bincount(d, minlength=4)[1:] / len(d)
+    np.testing.assert_allclose(shares, [1 / 3] * 3, atol=0.02)
+    # Every column is conditioned on equally often, and values stay inside each domain.
+    np.testing.assert_allclose(used.mean(axis=0), [2 / 5] * 5, atol=0.02)
+    assert np.all(rows[:, :5] <= sizes) and rows[:, 5].max() == 6 and rows[:, 5].min() == 0
+
+
+def test_awkward_names_and_values_round_trip() -> None:
+    rng = np.random.default_rng(3)
+    n = 400
+    data = pa.table({
+        "marital-status": rng.choice(["it's", "plain", 'say "hi"'], n),
+        "select": rng.integers(-2, 3, n),
+        "weight kg": rng.choice([0.5, 1.25, 70.0], n),
+        "ok_name": rng.choice(["a", "b"], n),
+        "disease": rng.choice(["flu", "cold", "o'brien syndrome"], n),
+    })
+    table = table_from_arrow(data, roles={"disease": Role.SENSITIVE})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        small, large = splu_pools(table, size=40, random_state=1, max_candidates=20_000)
+    assert len(small) > 0 and len(large) > 0
+    for pool in (small, large):
+        for query, truth in zip(pool.queries, pool.truth, strict=True):
+            assert table.count(query.text).value == truth, query.text
+            assert set(_atoms(parse_query(query.text).where)) == set(_atoms(query.where))
+
+
+def test_sparse_counts_match_dense(adult: Table, pools: tuple[QueryPool, QueryPool],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # Column sets whose contingency table would be too large are counted from the occupied
+    # cells only; forcing that path everywhere must give the same pools.
+    monkeypatch.setattr("ppdp.query.MAX_CUBE_CELLS", 10)
+    sparse = splu_pools(adult, size=SIZE, random_state=11)
+    for dense, other in zip(pools, sparse, strict=True):
+        assert [q.text for q in dense.queries] == [q.text for q in other.queries]
+        np.testing.assert_array_equal(dense.truth, other.truth)
+
+
+def test_short_pool_warns_with_the_count() -> None:
+    data = pa.table({"x": ["a", "b", "a", "b"] * 5, "s": ["u", "v", "w", "u"] * 5})
+    table = table_from_arrow(data, roles={"s": Role.SENSITIVE})
+    with pytest.warns(UserWarning) as record:
+        small, large = splu_pools(table, size=50, random_state=0, max_candidates=5_000)
+    messages = sorted(str(w.message) for w in record)
+    assert len(messages) == 2
+    assert messages[0].startswith("only 0 of 50 distinct large-count queries")
+    assert messages[1].startswith(f"only {len(small)} of 50 distinct small-count queries")
+    # 2 values of x times 3 of s: at most 6 distinct queries, each with a count of 0 to 10.
+    assert 0 < len(small) <= 6
+    assert len(large) == 0 and large.truth.shape == (0,)
+
+
+def test_sensitive_column_must_be_clear(adult: Table) -> None:
+    plain = adult.with_roles(sensitive=None)
+    with pytest.raises(SchemaError, match="no sensitive column"):
+        splu_pools(plain, size=5)
+    two = adult.with_roles(sensitive="occupation,sex")
+    with pytest.raises(SchemaError, match="sensitive columns"):
+        splu_pools(two, size=5)
+    small, _ = splu_pools(two, sensitive="occupation", size=20, random_state=0)
+    assert all("sex" not in {a.left.name for a in _atoms(q.where)} for q in small.queries)
+    with pytest.raises(SchemaError, match="unknown column"):
+        splu_pools(adult, sensitive="nope", size=5)
+    with pytest.raises(ValueError, match="size"):
+        splu_pools(adult, size=0)

@@ -1,0 +1,211 @@
+"""Tests of the ppdp command line (ppdp.cli)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ppdp.cli import app
+from ppdp.mechanisms import Mechanism
+
+runner = CliRunner()
+
+DISEASES = ["flu", "cold", "hiv", "cancer", "asthma", "gastritis"]
+
+
+@pytest.fixture
+def data_csv(tmp_path: Path) -> Path:
+    """60 rows; each disease 10 times, so gamma and l up to 6 are feasible."""
+    path = tmp_path / "patients.csv"
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["age", "sex", "zip", "disease"])
+        for i in range(60):
+            writer.writerow([20 + i % 7, "F" if i % 3 else "M", f"{1000 + i % 4}",
+                             DISEASES[i % 6]])
+    return path
+
+
+def invoke(*args: str) -> object:
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def ok(*args: str) -> str:
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def fails(*args: str, match: str) -> str:
+    """Run a command that must fail: exit 2, one red 'error:' line on stderr, no traceback."""
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert match in lines[0], lines[0]
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+@pytest.mark.parametrize(("mechanism", "params"),
+                         [("splu", ["-p", "gamma=3"]), ("anatomy", ["-p", "l=3"]), ("dbr", [])])
+def test_publish_and_count_round_trip(data_csv: Path, tmp_path: Path, mechanism: str,
+                                      params: list[str]) -> None:
+    out = tmp_path / "release"
+    text = ok("publish", data_csv, "--mechanism", mechanism, "--sensitive", "disease", *params,
+              "--seed", "1", "-o", out)
+    assert (out / "release.json").is_file()
+    assert mechanism in text and "60 rows" in text and "disease" in text
+    # Non-sensitive columns are published unchanged: their counts are exact.
+    exact = json.loads(ok("count", out, "sex = 'F'", "--json"))
+    assert set(exact) == {"estimate", "stderr", "ci95"}
+    assert exact["estimate"] == 40
+    answer = json.loads(ok("count", out, "sex = 'F' AND disease = 'flu'", "--json"))
+    assert set(answer) == {"estimate", "stderr", "ci95"}
+    assert isinstance(answer["estimate"], float | int)
+    assert answer["stderr"] is None or isinstance(answer["stderr"], float | int)
+    plain = ok("count", out, "sex = 'F' AND disease = 'flu'")
+    assert "estimate" in plain and "95% interval" in plain
+    # The same seed gives the same release, hence the same estimate.
+    again = tmp_path / "again"
+    ok("publish", data_csv, "-m", mechanism, "-s", "disease", *params, "--seed", "1", "-o",
+       again)
+    assert json.loads(ok("count", again, "sex = 'F' AND disease = 'flu'", "--json")) == answer
+
+
+def test_count_group_by_json(data_csv: Path) -> None:
+    data = json.loads(ok("count", data_csv, "SELECT COUNT(*) FROM t GROUP BY sex", "--json"))
+    assert list(data) == ["groups"]
+    for group in data["groups"]:
+        assert set(group) == {"key", "estimate", "stderr", "ci95"}
+    assert {g["key"]["sex"]: g["estimate"] for g in data["groups"]} == {"F": 40, "M": 20}
+    plain = ok("count", data_csv, "SELECT COUNT(*) FROM t GROUP BY sex")
+    assert "F" in plain and "40" in plain and "2 groups" in plain
+
+
+def test_exact_counts_on_csv_and_adult(data_csv: Path) -> None:
+    assert json.loads(ok("count", data_csv, "disease = 'flu'", "--json")) == {
+        "estimate": 10.0, "stderr": 0.0, "ci95": [10.0, 10.0]}
+    adult = json.loads(ok("count", "adult", "sex = 'Female'", "--json"))
+    assert adult["estimate"] == 9782
+    assert "9782" in ok("count", "adult", "sex = 'Female'")
+
+
+def test_laplace_count_with_seed(data_csv: Path) -> None:
+    args = ("count", "adult", "sex = 'Female'", "--mechanism", "laplace", "-p", "epsilon=1",
+            "--seed", "4", "--json")
+    first = json.loads(ok(*args))
+    assert first == json.loads(ok(*args))
+    assert set(first) == {"estimate", "stderr", "ci95"}
+    # Discrete Laplace noise of scale 1: |noise| > 30 has probability about 2e-13.
+    assert first["stderr"] > 0
+    assert abs(first["estimate"] - 9782) <= 30 and first["estimate"] == int(first["estimate"])
+    low, high = first["ci95"]
+    assert low < first["estimate"] < high
+    fails("count", data_csv, "sex = 'F'", "-p", "epsilon=1", match="--mechanism laplace")
+    fails("count", data_csv, "sex = 'F'", "-m", "splu", "-p", "gamma=3", match="publish")
+
+
+def test_laplace_publish_fails_without_output(data_csv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "laplace-out"
+    fails("publish", data_csv, "-m", "laplace", "-s", "disease", "-p", "epsilon=1", "-o", out,
+          match="no data release")
+    assert not out.exists()
+
+
+def test_guarantee_splu_json_example_2() -> None:
+    data = json.loads(ok("guarantee", "splu", "-p", "gamma=10", "-p", "epsilon=0.3", "-p", "a=3",
+                         "--json"))
+    assert data["mechanism"] == "splu-gen" and data["gamma"] == 10 and data["a"] == 3
+    assert data["T_P"] >= 0.6  # Example 2: T_P >= 0.6 for gamma = 10, epsilon = 0.3, a = 3
+    assert [item["f"] for item in data["privacy_by_count"]] == [1, 2, 3]
+    assert data["T_f"] is None
+    with_utility = json.loads(ok("guarantee", "splu", "-p", "gamma=10", "-p", "T_E=0.1",
+                                 "--json"))
+    # Chebyshev on Binomial(10 f, 1/10): (1 - 1/10) / (0.3^2 * 0.1) = 100.
+    assert with_utility["T_f"] == pytest.approx(100.0)
+    assert with_utility["T_f_as_printed"] == pytest.approx((1 / (10 * 0.09 * 0.1)) ** 0.5)
+
+
+def test_guarantee_plain_output() -> None:
+    text = ok("guarantee", "splu", "-p", "gamma=10", "-p", "T_E=0.1")
+    assert "T_P" in text and "0.6126" in text
+    assert "T_f_as_printed" in text and "Chebyshev" in text and "Lemma 1 as printed" in text
+    assert "T_E" in ok("guarantee", "splu", "-p", "gamma=5")  # tells how to get T_f
+    assert "0.2" in ok("guarantee", "anatomy", "-p", "l=5")
+    laplace = json.loads(ok("guarantee", "laplace", "-p", "epsilon=0.5", "--json"))
+    assert laplace["scale"] == pytest.approx(2.0)
+    assert "no formal guarantee" in ok("guarantee", "dbr")
+    fails("guarantee", "splu", "-p", "gamma=10", "-p", "b=2", match="no parameter 'b'")
+    fails("guarantee", "anatomy", match="needs parameter 'l'")
+
+
+def test_mechanisms_listing() -> None:
+    text = ok("mechanisms")
+    for name in Mechanism.registry:
+        assert name in text
+    assert "gamma" in text and "epsilon" in text and "required" in text
+
+
+def test_errors_exit_2_with_a_message(data_csv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    fails("publish", data_csv, "-m", "nope", "-s", "disease", "-o", out,
+          match="unknown mechanism 'nope'")
+    fails("publish", data_csv, "-m", "splu", "-s", "disease", "-p", "gamma", "-o", out,
+          match="key=value")
+    fails("publish", data_csv, "-m", "splu", "-s", "illness", "-p", "gamma=3", "-o", out,
+          match="unknown column 'illness'")
+    fails("count", data_csv, "agee = 3", match="unknown column 'agee'")
+    fails("count", "adult", "sex = 'Femal'", match="'Female'")
+    fails("count", tmp_path / "missing.csv", "sex = 'F'", match="bundled datasets: adult")
+    fails("publish", "adult", "-m", "splu", "-s", "occupation", "-p", "gamma=20", "-o", out,
+          match="largest feasible gamma is 7")
+    fails("publish", data_csv, "-m", "splu", "-s", "disease", "-p", "gamma=x", "-o", out,
+          match="gamma")
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["patients.csv"]
+
+
+def test_existing_output_needs_overwrite(data_csv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "release"
+    ok("publish", data_csv, "-m", "dbr", "-s", "disease", "--seed", "2", "-o", out)
+    fails("publish", data_csv, "-m", "dbr", "-s", "disease", "-o", out, match="--overwrite")
+    ok("publish", data_csv, "-m", "splu", "-s", "disease", "-p", "gamma=2", "-o", out,
+       "--overwrite")
+    assert json.loads((out / "release.json").read_text())["mechanism"] == "splu"
+
+
+def test_drop_missing_and_qi(tmp_path: Path) -> None:
+    path = tmp_path / "gaps.csv"
+    path.write_text("a;b;s\n1;x;u\n2;?;v\n3;y;w\n4;x;u\n5;y;v\n6;x;w\n")
+    out = tmp_path / "release"
+    fails("publish", path, "-m", "dbr", "-s", "s", "-o", out, match="--drop-missing")
+    text = ok("publish", path, "-m", "dbr", "-s", "s", "--qi", "b", "--drop-missing", "--sep",
+              ";", "-o", out)
+    assert "dropped 1 rows" in text and "left out" in text
+    assert json.loads(ok("count", out, "b = 'x'", "--json"))["estimate"] == 3
+    fails("count", out, "a = 1", match="unknown column 'a'")
+
+
+@pytest.mark.parametrize("command", ["publish", "count", "guarantee", "mechanisms", "demo"])
+def test_help_shows_examples(command: str) -> None:
+    text = ok(command, "--help")
+    assert "Example" in text and f"ppdp {command}" in text
+
+
+def test_help_says_seed_is_for_experiments() -> None:
+    text = " ".join(ok("publish", "--help").split())
+    assert "reproducible" in text and "entropy" in text
+
+
+def test_demo_command(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    text = ok("demo", "-o", out, "--size", "60", "--seed", "3")
+    for name in ("SPLU-Gen", "Anatomy", "DBR", "Laplace"):
+        assert name in text
+    assert (out / "results.csv").is_file() and (out / "errors.png").is_file()
+    assert "results.json" in text
