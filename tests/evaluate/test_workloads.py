@@ -59,8 +59,8 @@ def test_seeds_reproduce(adult: Table, pools: tuple[QueryPool, QueryPool]) -> No
     assert [q.text for q in pools[0].queries] != [q.text for q in other[0].queries]
 
 
-def test_queries_are_distinct(pools: tuple[QueryPool, QueryPool]) -> None:
-    for pool in pools:
+def test_distinct_pools_hold_distinct_queries(adult: Table) -> None:
+    for pool in splu_pools(adult, size=SIZE, random_state=11, distinct=True):
         conditions = {frozenset(_atoms(q.where)) for q in pool.queries}
         assert len(conditions) == len(pool)
         assert len({q.text for q in pool.queries}) == len(pool)
@@ -149,7 +149,8 @@ def test_short_pool_warns_with_the_count() -> None:
     data = pa.table({"x": ["a", "b", "a", "b"] * 5, "s": ["u", "v", "w", "u"] * 5})
     table = table_from_arrow(data, roles={"s": Role.SENSITIVE})
     with pytest.warns(UserWarning) as record:
-        small, large = splu_pools(table, size=50, random_state=0, max_candidates=5_000)
+        small, large = splu_pools(table, size=50, random_state=0, max_candidates=5_000,
+                                  distinct=True)
     messages = sorted(str(w.message) for w in record)
     assert len(messages) == 2
     assert messages[0].startswith("only 0 of 50 distinct large-count queries")
@@ -157,6 +158,10 @@ def test_short_pool_warns_with_the_count() -> None:
     # 2 values of x times 3 of s: at most 6 distinct queries, each with a count of 0 to 10.
     assert 0 < len(small) <= 6
     assert len(large) == 0 and large.truth.shape == (0,)
+    # Independent draws (the default) may repeat a query and so fill the small pool.
+    with pytest.warns(UserWarning, match="only 0 of 50 large-count"):
+        repeated, _ = splu_pools(table, size=50, random_state=0, max_candidates=5_000)
+    assert len(repeated) == 50 and len({q.text for q in repeated.queries}) <= 6
 
 
 def test_sensitive_column_must_be_clear(adult: Table) -> None:

@@ -50,13 +50,16 @@ class QueryPool:
 
 
 def splu_pools(table: Table, *, sensitive: str | None = None, size: int = 5000,
-               random_state: RandomState = None,
+               random_state: RandomState = None, distinct: bool = False,
                max_candidates: int = 2_000_000) -> tuple[QueryPool, QueryPool]:
     """The small-count and large-count query pools of SPLU-Gen Section 6.1 (SDR App. 10.9).
 
-    Draws candidate queries in batches until both pools hold ``size`` distinct queries or
-    ``max_candidates`` candidates were drawn; a pool left short triggers a warning. With fewer
-    than three non-sensitive columns, d is uniform on {1, .., number of such columns}.
+    Draws candidate queries in batches until both pools hold ``size`` queries or
+    ``max_candidates`` candidates were drawn; a pool left short triggers a warning. Each query
+    is an independent random draw, as in the paper, so a pool may repeat a query; with
+    ``distinct=True`` it holds distinct queries only (Adult has 2,129 distinct large-count
+    queries, fewer than 5,000). With fewer than three non-sensitive columns, d is uniform on
+    {1, .., number of such columns}.
     """
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ValueError(f"size must be a positive integer, got {size!r}")
@@ -91,7 +94,8 @@ def splu_pools(table: Table, *, sensitive: str | None = None, size: int = 5000,
             needed = size - len(accepted[name])
             if needed <= 0:
                 continue
-            fresh = _new_distinct(accepted[name], rows[in_band])[:needed]
+            fresh = (_new_distinct(accepted[name], rows[in_band]) if distinct
+                     else np.arange(int(in_band.sum())))[:needed]
             accepted[name] = np.concatenate([accepted[name], rows[in_band][fresh]])
             truths[name] = np.concatenate([truths[name], truth[in_band][fresh]])
     pools = []
@@ -100,7 +104,8 @@ def splu_pools(table: Table, *, sensitive: str | None = None, size: int = 5000,
                                   f"{LARGE_SELECTIVITY[1]:.0%})")):
         found = len(accepted[name])
         if found < size:
-            warnings.warn(f"only {found} of {size} distinct {name}-count queries (true count "
+            kind = "distinct " if distinct else ""
+            warnings.warn(f"only {found} of {size} {kind}{name}-count queries (true count "
                           f"{label}) found among {drawn} candidates; the {name} pool is short",
                           stacklevel=2)
         queries = tuple(_query(table, quasi, sensitive, row) for row in accepted[name])

@@ -166,7 +166,8 @@ class SpluRelease(RowsRelease):
         model = _DecoyModel(self.gamma, self.n_rows, width)
         result = iterative_bayesian(observed, lambda x, rows: model.transition(x),
                                     tolerance=self.tolerance,
-                                    max_iterations=self.max_iterations)
+                                    max_iterations=self.max_iterations,
+                                    feasible=model.feasible)
         counts = result.counts
         last = counts.shape[1] - 1
         variance = delta_method_variance(model.jacobian(counts), model.covariance(counts), last)
@@ -247,11 +248,19 @@ class _DecoyModel:
         mixed = ",".join(f"z{bits[t]}{rows[t]}{cols[t]}" for t in range(width + 1))
         self._second_moment = f"z{bits},{mixed}->z{rows}{cols}"
 
-    def _frequencies(self, x: np.ndarray) -> list[np.ndarray]:
+    def _raw_frequencies(self, x: np.ndarray) -> list[np.ndarray]:
         shaped = x.reshape((len(x),) + (2,) * (self.width + 1))
-        n_rows, gamma = self.n_rows, self.gamma
-        return [np.clip(shaped.take(1, axis=2 + i).reshape(len(x), -1).sum(axis=1),
-                        0.0, n_rows / gamma) for i in range(self.width)]
+        return [shaped.take(1, axis=2 + i).reshape(len(x), -1).sum(axis=1)
+                for i in range(self.width)]
+
+    def _frequencies(self, x: np.ndarray) -> list[np.ndarray]:
+        return [np.clip(f, 0.0, self.n_rows / self.gamma) for f in self._raw_frequencies(x)]
+
+    def feasible(self, x: np.ndarray) -> np.ndarray:
+        """Counts the model describes: every value fits its decoy groups (f_i < N/gamma; at
+        N/gamma the value is in every group and the two rows of M_i coincide)."""
+        limit = self.n_rows / self.gamma
+        return np.all([f < limit for f in self._raw_frequencies(x)], axis=0)
 
     def _decoy_rate(self, f: np.ndarray) -> np.ndarray:
         """Probability that a row without value s publishes s: f_s (gamma-1)/(gamma (N-f_s))."""
