@@ -49,20 +49,26 @@ class Anatomy(Mechanism):
         values = table.codes[sensitive]
         groups = distinct_value_groups(values, self.l, domain_size=column.size,
                                        column=sensitive, symbol="l", domain=column.domain)
-        relabel = rng.permutation(groups.n_groups).astype(np.int32)
-        group_ids = relabel[groups.group_of_rows()]
-        quasi = table.schema.quasi_identifiers
-        shuffle = shuffled_positions(table.n_rows, rng)
-        qit = {name: table.codes[name][shuffle] for name in quasi}
-        qit_groups = group_ids[shuffle]
+        n_groups = groups.n_groups
+        relabel = rng.permutation(n_groups).astype(np.int32)
         # ST straight from the partition, in group-id order: a group's values are distinct,
         # so each (group, value) line has count 1 (the format and estimator take any counts).
         members = groups.members[np.argsort(relabel)]
         filled = members >= 0
-        st = (np.nonzero(filled)[0].astype(np.int32), values[members[filled]],
-              np.ones(table.n_rows, dtype=np.int32))
+        st = (np.repeat(np.arange(n_groups, dtype=np.int32), filled.sum(axis=1)),
+              values[members[filled]], np.ones(table.n_rows, dtype=np.uint8))
+        # Intermediates are dropped as soon as they are used: peak memory stays near the
+        # size of the output.
+        del members, filled
+        group_ids = relabel[groups.group_of_rows()]
+        del groups
+        shuffle = shuffled_positions(table.n_rows, rng)
+        qit_groups = group_ids[shuffle]
+        del group_ids
+        quasi = table.schema.quasi_identifiers
+        qit = {name: table.codes[name][shuffle] for name in quasi}
         schema = table.schema.select([*quasi, sensitive])
-        return AnatomyRelease(schema, {"l": self.l, "n_groups": groups.n_groups}, table.n_rows,
+        return AnatomyRelease(schema, {"l": self.l, "n_groups": n_groups}, table.n_rows,
                               qit, qit_groups, st)
 
     def guarantee(self) -> Any:
@@ -82,15 +88,7 @@ class AnatomyRelease(Release):
         self.qit = dict(qit)
         self.qit_groups = np.asarray(qit_groups, dtype=np.int32)
         self.st = tuple(np.asarray(a) for a in st)
-        n_groups = int(parameters["n_groups"])
-        if len(self.qit_groups) and (self.qit_groups.min() < 0
-                                     or self.qit_groups.max() >= n_groups):
-            raise ValueError("QIT group ids out of range")
-        self._group_sizes = np.bincount(self.qit_groups, minlength=n_groups)
-        st_groups, _, st_counts = self.st
-        if not np.array_equal(np.bincount(st_groups, weights=st_counts, minlength=n_groups),
-                              self._group_sizes):
-            raise ValueError("ST counts do not add up to the QIT group sizes")
+        self._group_sizes = np.bincount(self.qit_groups, minlength=int(parameters["n_groups"]))
         self._expected: _ExpectedCube | None = None
 
     @property
@@ -128,6 +126,13 @@ class AnatomyRelease(Release):
                                  st_table.num_rows)[sensitive]
         st = (st_table.column(GROUP_COLUMN).to_numpy(), values,
               st_table.column("count").to_numpy())
+        n_groups = int(parameters["n_groups"])
+        if len(qit_groups) and (qit_groups.min() < 0 or qit_groups.max() >= n_groups):
+            raise ValueError("QIT group ids out of range")
+        if (len(st[0]) and (st[0].min() < 0 or st[0].max() >= n_groups)) or not np.array_equal(
+                np.bincount(st[0], weights=st[2], minlength=n_groups),
+                np.bincount(qit_groups, minlength=n_groups)):
+            raise ValueError("ST counts do not add up to the QIT group sizes")
         return cls(schema, parameters, n_rows, qit, qit_groups, st)
 
     def _estimate(self, queries: Sequence[BoundQuery]

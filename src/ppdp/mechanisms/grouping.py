@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ppdp.errors import InfeasibleError
+from ppdp.table import code_dtype
 
 _LAYOUT_SEED = 0x5EED_DEC0
 MIXING_ROUNDS = 64
@@ -54,8 +55,9 @@ class DistinctValueGroups:
     def group_of_rows(self) -> np.ndarray:
         """The group of every row, in the table's row order."""
         groups = np.empty(self.n_rows, dtype=np.int32)
-        slots = self.members >= 0
-        groups[self.members[slots]] = np.nonzero(slots)[0]
+        # Filled slots are the first sizes[g] of each row: row-major order is group by group.
+        groups[self.members[self.members >= 0]] = np.repeat(
+            np.arange(self.n_groups, dtype=np.int32), self.sizes)
         return groups
 
 
@@ -117,7 +119,8 @@ def _mix(slots: np.ndarray, values: np.ndarray, domain_size: int, rng: np.random
         return
     sizes = (slots >= 0).sum(axis=0)
     # Values of each slot; padding gets a value no row has, so it never blocks a swap.
-    slot_values = np.where(slots >= 0, values[np.maximum(slots, 0)], domain_size)
+    slot_values = values[np.maximum(slots, 0)].astype(code_dtype(domain_size + 1))
+    slot_values[slots < 0] = domain_size
     first = np.arange(half)
     for _ in range(rounds):
         offset = int(rng.integers(0, n_groups - 2 * half + 1))
