@@ -14,7 +14,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import sqlglot
@@ -294,8 +294,11 @@ class RowCondition(Predicate):
 
 
 @dataclass(frozen=True, eq=False)
-class AllOf(Predicate):
+class _Combination(Predicate):
+    """A conjunction or disjunction of predicates."""
+
     items: tuple[Predicate, ...]
+    combine: ClassVar[Callable[[np.ndarray, np.ndarray], np.ndarray]]
 
     @cached_property
     def columns(self) -> frozenset[str]:  # type: ignore[override]
@@ -304,14 +307,18 @@ class AllOf(Predicate):
     def evaluate(self, codes: Mapping[str, np.ndarray], n_rows: int) -> np.ndarray:
         result = self.items[0].evaluate(codes, n_rows)
         for item in self.items[1:]:
-            result = result & item.evaluate(codes, n_rows)
+            result = type(self).combine(result, item.evaluate(codes, n_rows))
         return result
 
     def atoms(self) -> list[Predicate]:
         return [a for i in self.items for a in i.atoms()]
 
     def substitute(self, values: Mapping[int, bool]) -> Predicate:
-        return simplify(AllOf(tuple(i.substitute(values) for i in self.items)))
+        return simplify(type(self)(tuple(i.substitute(values) for i in self.items)))
+
+
+class AllOf(_Combination):
+    combine = np.logical_and
 
     def box(self) -> dict[str, np.ndarray] | None:
         result: dict[str, np.ndarray] = {}
@@ -322,25 +329,8 @@ class AllOf(Predicate):
         return result
 
 
-@dataclass(frozen=True, eq=False)
-class AnyOf(Predicate):
-    items: tuple[Predicate, ...]
-
-    @cached_property
-    def columns(self) -> frozenset[str]:  # type: ignore[override]
-        return frozenset().union(*(i.columns for i in self.items))
-
-    def evaluate(self, codes: Mapping[str, np.ndarray], n_rows: int) -> np.ndarray:
-        result = self.items[0].evaluate(codes, n_rows)
-        for item in self.items[1:]:
-            result = result | item.evaluate(codes, n_rows)
-        return result
-
-    def atoms(self) -> list[Predicate]:
-        return [a for i in self.items for a in i.atoms()]
-
-    def substitute(self, values: Mapping[int, bool]) -> Predicate:
-        return simplify(AnyOf(tuple(i.substitute(values) for i in self.items)))
+class AnyOf(_Combination):
+    combine = np.logical_or
 
 
 @dataclass(frozen=True, eq=False)

@@ -19,9 +19,14 @@ import numpy as np
 import pyarrow as pa
 
 from ppdp.guarantees import anatomy_guarantee
-from ppdp.mechanisms.base import Mechanism, Parameter, require_integer, require_sensitive
+from ppdp.mechanisms.base import (
+    Mechanism,
+    Parameter,
+    require_integer,
+    require_sensitive,
+    shuffled_positions,
+)
 from ppdp.mechanisms.grouping import distinct_value_groups
-from ppdp.mechanisms.splu import shuffled_positions
 from ppdp.query import BoundQuery, Cube, count_histogram, flat_key, split
 from ppdp.randomness import RandomState, make_rng
 from ppdp.release import Release, rows_from_arrow, rows_to_arrow

@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+import numpy as np
 
 from ppdp.errors import SchemaError
 from ppdp.randomness import RandomState
 from ppdp.release import Release
-from ppdp.table import Table
+from ppdp.table import Role, Schema, Table
 
 REQUIRED = object()
 
@@ -105,6 +107,26 @@ def require_integer(name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return value
+
+
+def publish_rows(table: Table, rng: np.random.Generator,
+                 redraw: Callable[[str, np.ndarray], np.ndarray]
+                 ) -> tuple[Schema, dict[str, np.ndarray]]:
+    """The published columns (all but ignored ones), each sensitive column replaced by
+    ``redraw(name, codes)``, rows shuffled."""
+    names = [c.name for c in table.schema.columns if c.role != Role.IGNORED]
+    sensitive = table.schema.sensitive
+    codes = {name: redraw(name, table.codes[name]) if name in sensitive else table.codes[name]
+             for name in names}
+    shuffle = shuffled_positions(table.n_rows, rng)
+    return table.schema.select(names), {name: values[shuffle] for name, values in codes.items()}
+
+
+def shuffled_positions(n_rows: int, rng: np.random.Generator) -> np.ndarray:
+    """A random permutation of the row positions (int32 where it fits, to save memory)."""
+    positions = np.arange(n_rows, dtype=np.int32 if n_rows < 2**31 else np.int64)
+    rng.shuffle(positions)
+    return positions
 
 
 def require_sensitive(table: Table, mechanism: str, *,

@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 
 from ppdp.guarantees import dbr_guarantee
-from ppdp.mechanisms.base import Mechanism, require_sensitive
-from ppdp.mechanisms.splu import shuffled_positions
+from ppdp.mechanisms.base import Mechanism, publish_rows, require_sensitive
 from ppdp.query import BoundQuery, count_histogram
 from ppdp.randomness import RandomState, make_rng
 from ppdp.release import RowsRelease
@@ -30,20 +29,16 @@ class DBR(Mechanism):
     parameters = ()
 
     def publish(self, table: Table, *, random_state: RandomState = None) -> DbrRelease:
-        sensitive = require_sensitive(table, "DBR")
+        require_sensitive(table, "DBR")
         rng = make_rng(random_state)
-        names = [c.name for c in table.schema.columns if c.role != "ignored"]
-        codes = {}
-        for name in names:
-            values = table.codes[name]
-            if name in sensitive:
-                frequencies = np.bincount(values, minlength=table.schema[name].size)
-                values = rng.choice(len(frequencies), size=table.n_rows,
-                                    p=frequencies / table.n_rows).astype(values.dtype)
-            codes[name] = values
-        shuffle = shuffled_positions(table.n_rows, rng)
-        return DbrRelease(table.schema.select(names), {},
-                          table.n_rows, {n: v[shuffle] for n, v in codes.items()})
+
+        def redraw(name: str, values: np.ndarray) -> np.ndarray:
+            frequencies = np.bincount(values, minlength=table.schema[name].size)
+            return rng.choice(len(frequencies), size=table.n_rows,
+                              p=frequencies / table.n_rows).astype(values.dtype)
+
+        schema, codes = publish_rows(table, rng, redraw)
+        return DbrRelease(schema, {}, table.n_rows, codes)
 
     def guarantee(self) -> Any:
         return dbr_guarantee()

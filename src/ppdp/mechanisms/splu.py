@@ -33,7 +33,13 @@ from typing import Any
 import numpy as np
 
 from ppdp.guarantees import splu_guarantee
-from ppdp.mechanisms.base import Mechanism, Parameter, require_integer, require_sensitive
+from ppdp.mechanisms.base import (
+    Mechanism,
+    Parameter,
+    publish_rows,
+    require_integer,
+    require_sensitive,
+)
 from ppdp.mechanisms.grouping import DistinctValueGroups, distinct_value_groups
 from ppdp.query import BoundQuery, Const, count_histogram, split
 from ppdp.randomness import RandomState, make_rng
@@ -58,22 +64,16 @@ class SPLUGen(Mechanism):
 
     def publish(self, table: Table, *, random_state: RandomState = None) -> SpluRelease:
         """Randomize every sensitive column through its decoy groups, then shuffle the rows."""
-        sensitive = require_sensitive(table, "SPLU-Gen")
+        require_sensitive(table, "SPLU-Gen")
         rng = make_rng(random_state)
-        published_columns = [c.name for c in table.schema.columns if c.role != "ignored"]
-        codes = {}
-        for name in published_columns:
-            values = table.codes[name]
-            if name in sensitive:
-                column = table.schema[name]
-                groups = distinct_value_groups(values, self.gamma, domain_size=column.size,
-                                               column=name, symbol="gamma",
-                                               domain=column.domain)
-                values = draw_within_groups(values, groups, rng)
-            codes[name] = values
-        shuffle = shuffled_positions(table.n_rows, rng)
-        codes = {name: values[shuffle] for name, values in codes.items()}
-        schema = table.schema.select(published_columns)
+
+        def redraw(name: str, values: np.ndarray) -> np.ndarray:
+            column = table.schema[name]
+            groups = distinct_value_groups(values, self.gamma, domain_size=column.size,
+                                           column=name, symbol="gamma", domain=column.domain)
+            return draw_within_groups(values, groups, rng)
+
+        schema, codes = publish_rows(table, rng, redraw)
         return SpluRelease(schema, {"gamma": self.gamma}, table.n_rows, codes)
 
     def guarantee(self, *, epsilon: float = 0.3, a: int = 3, T_E: float | None = None) -> Any:
@@ -97,13 +97,6 @@ def draw_within_groups(values: np.ndarray, groups: DistinctValueGroups,
         filled = block >= 0
         drawn[block[filled]] = values[source[filled]]
     return drawn
-
-
-def shuffled_positions(n_rows: int, rng: np.random.Generator) -> np.ndarray:
-    """A random permutation of the row positions (int32 where it fits, to save memory)."""
-    positions = np.arange(n_rows, dtype=np.int32 if n_rows < 2**31 else np.int64)
-    rng.shuffle(positions)
-    return positions
 
 
 class SpluRelease(RowsRelease):
