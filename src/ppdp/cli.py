@@ -190,10 +190,14 @@ def publish(
     if output.exists() and not overwrite:
         raise FileExistsError(f"{output} already exists; choose another directory or pass "
                               f"--overwrite")
-    table = _load_source(source, sensitive=sensitive, qi=qi, drop_missing=drop_missing,
-                         sep=sep)
-    release = instance.publish(table, random_state=seed)
-    target = release.save(output, overwrite=overwrite)
+    # A transient status line on stderr: reading, publishing and writing 10^7 rows take seconds.
+    with Console(stderr=True).status(f"reading {source}") as status:
+        table = _load_source(source, sensitive=sensitive, qi=qi, drop_missing=drop_missing,
+                             sep=sep)
+        status.update(f"publishing {table.n_rows:,} rows with {mechanism_class.name}")
+        release = instance.publish(table, random_state=seed)
+        status.update(f"writing {output}")
+        target = release.save(output, overwrite=overwrite)
     _print_publish_summary(release, instance, table, target, seeded=seed is not None)
 
 
