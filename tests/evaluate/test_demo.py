@@ -44,7 +44,6 @@ def test_every_mechanism_is_reported(demo: tuple[DemoResult, Path]) -> None:
     assert data["n_rows"] == 30162 and data["gamma"] == 5
     for row in result.rows:
         assert math.isfinite(row.small_error) and math.isfinite(row.large_error)
-        assert row.publish_seconds >= 0 and row.estimate_seconds > 0
 
 
 def test_coverage_only_where_intervals_exist(demo: tuple[DemoResult, Path]) -> None:
