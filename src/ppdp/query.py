@@ -114,9 +114,7 @@ def parse_query(text: str | Query) -> Query:
     ``SELECT COUNT(*) FROM t [WHERE ...] [GROUP BY ...]``."""
     if isinstance(text, Query):
         return text
-    if not isinstance(text, str) or not text.strip():
-        raise QueryError("a query must be a non-empty string")
-    source = text.strip().rstrip(";").strip()
+    source = text.strip().rstrip(";").strip() if isinstance(text, str) else ""
     if not source:
         raise QueryError("a query must be a non-empty string")
     is_select = source.split(None, 1)[0].upper() == "SELECT"
@@ -153,22 +151,10 @@ def _first_line(exc: Exception) -> str:
 
 
 def _column_name(node: exp.Expression, text: str) -> str:
-    if isinstance(node, exp.Column) and not node.table:
-        return node.name
-    if isinstance(node, exp.Sub) and _hyphenated(node) is not None:
-        return _hyphenated(node)  # type: ignore[return-value]
-    raise QueryError(f"expected a column name, got {node.sql()!r} in {text!r}")
-
-
-def _hyphenated(node: exp.Expression) -> str | None:
-    """``marital-status`` parses as a subtraction of two columns; recover the name."""
-    if isinstance(node, exp.Column) and not node.table:
-        return node.name
-    if isinstance(node, exp.Sub):
-        left, right = _hyphenated(node.this), _hyphenated(node.expression)
-        if left is not None and right is not None:
-            return f"{left}-{right}"
-    return None
+    name = _hyphen_name(_expr(node, text))
+    if name is None:
+        raise QueryError(f"expected a column name, got {node.sql()!r} in {text!r}")
+    return name
 
 
 def _condition(node: exp.Expression, text: str) -> Condition:
@@ -428,8 +414,7 @@ def bind(query: str | Query, schema: Schema) -> BoundQuery:
     group_by = tuple(_resolve_name(name, schema) for name in query.group_by)
     if len(set(group_by)) != len(group_by):
         raise QueryError(f"GROUP BY repeats a column: {query.text!r}")
-    predicate = simplify(_bind(query.where, schema))
-    return BoundQuery(predicate, group_by, query)
+    return BoundQuery(_bind(query.where, schema), group_by, query)
 
 
 def _resolve_name(name: str, schema: Schema) -> str:
@@ -496,6 +481,7 @@ def _normalise_expr(expr: Expr, schema: Schema) -> Expr:
 
 
 def _hyphen_name(expr: Expr) -> str | None:
+    """``marital-status`` parses as a subtraction of two columns; recover the name."""
     if isinstance(expr, Col):
         return expr.name
     if isinstance(expr, Arith) and expr.op == "-":

@@ -37,7 +37,8 @@ def iterative_bayesian(observed: np.ndarray, transition: Transition, *,
     matrices for current estimates ``x`` of the problems ``rows``. A problem has converged
     when one more update moves no state by more than ``tolerance`` times max(its count, 1)
     (the paper stops at a relative change of 0.01; counts near zero are compared in units of
-    rows). ``max_iterations`` caps the number of updates (Eq. 13 evaluations) per problem.
+    rows). ``max_iterations`` caps the number of updates (Eq. 13 evaluations) per problem,
+    rounded up to a whole accelerated step of three updates.
 
     The updates are accelerated with SQUAREM (Varadhan and Roland 2008): two updates give a
     direction, the iterate is extrapolated along it (step length per problem; where that would

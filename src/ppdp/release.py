@@ -115,7 +115,7 @@ def grouped(schema: Schema, group_by: Sequence[str], values: np.ndarray,
 def exact_count(table: Table, query: str | Query) -> Estimate | GroupedEstimate:
     """The true answer of a count query on a table."""
     bound = bind(query, table.schema)
-    counts = count_histogram(_table_cube(table), bound.predicate, bound.group_by)
+    counts = count_histogram(table.cube, bound.predicate, bound.group_by)
     if bound.group_by:
         return grouped(table.schema, bound.group_by, counts, None, exact=True)
     return Estimate.exact(float(counts))
@@ -123,23 +123,13 @@ def exact_count(table: Table, query: str | Query) -> Estimate | GroupedEstimate:
 
 def exact_counts(table: Table, queries: Iterable[str | Query]) -> np.ndarray:
     """True answers of many ungrouped count queries, sharing contingency tables."""
-    cube = _table_cube(table)
+    cube = table.cube
     result = []
     for query in queries:
         bound = bind(query, table.schema)
         _require_ungrouped(bound)
         result.append(float(count_histogram(cube, bound.predicate, ())))
     return np.asarray(result, dtype=np.float64)
-
-
-def _table_cube(table: Table) -> Cube:
-    # Contingency tables are cached on the table object: truth for a query pool is then a few
-    # bincounts, whatever the number of queries.
-    cube = getattr(table, "_ppdp_cube", None)
-    if cube is None:
-        cube = Cube(table.codes, table.schema.sizes(), table.n_rows)
-        table._ppdp_cube = cube  # type: ignore[attr-defined]
-    return cube
 
 
 def _require_ungrouped(bound: BoundQuery) -> None:

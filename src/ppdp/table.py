@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,7 +20,7 @@ import pyarrow.compute as pc
 from ppdp.errors import SchemaError
 
 if TYPE_CHECKING:
-    from ppdp.query import Query
+    from ppdp.query import Cube, Query
     from ppdp.release import Estimate, GroupedEstimate
 
 
@@ -196,11 +197,11 @@ class Table:
 
     def __init__(self, schema: Schema, codes: Mapping[str, np.ndarray], *,
                  dropped_rows: int = 0) -> None:
+        if set(codes) != set(schema.names):
+            raise SchemaError("code arrays do not match the schema's columns")
         lengths = {len(codes[name]) for name in schema.names}
         if len(lengths) > 1:
             raise SchemaError(f"columns differ in length: {sorted(lengths)}")
-        if set(codes) != set(schema.names):
-            raise SchemaError("code arrays do not match the schema's columns")
         self.schema = schema
         self._codes = {name: np.asarray(codes[name], dtype=schema[name].dtype)
                        for name in schema.names}
@@ -221,6 +222,14 @@ class Table:
     def codes(self) -> Mapping[str, np.ndarray]:
         """Read-only code arrays by column name."""
         return self._codes
+
+    @cached_property
+    def cube(self) -> Cube:
+        """Contingency tables of this table, built on demand and kept: the truth for a query
+        pool is then a few bincounts, whatever the number of queries."""
+        from ppdp.query import Cube
+
+        return Cube(self._codes, self.schema.sizes(), self.n_rows)
 
     def values(self, name: str) -> np.ndarray:
         """Decoded values of one column."""
