@@ -21,7 +21,9 @@ from ppdp.mechanisms import (
     Anatomy,
     LaplaceCounts,
     Mechanism,
+    PerturbationPartitioning,
     SPLUGen,
+    UniformPerturbation,
     get_mechanism,
 )
 from ppdp.query import Query, parse_query
@@ -40,6 +42,7 @@ __all__ = [
     "LaplaceCounts",
     "Mechanism",
     "MissingValuesError",
+    "PerturbationPartitioning",
     "PpdpError",
     "Query",
     "QueryError",
@@ -50,6 +53,7 @@ __all__ = [
     "Schema",
     "SchemaError",
     "Table",
+    "UniformPerturbation",
     "__version__",
     "datasets",
     "get_mechanism",

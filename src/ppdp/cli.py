@@ -21,7 +21,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ppdp.errors import PpdpError
-from ppdp.mechanisms.base import REQUIRED, Mechanism, Parameter, get_mechanism
+from ppdp.mechanisms.base import REQUIRED, Mechanism, get_mechanism
 from ppdp.release import Estimate, GroupedEstimate, Release
 from ppdp.table import Table
 
@@ -39,16 +39,6 @@ app = typer.Typer(
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-# Guarantee parameters of SPLU-Gen besides gamma (Lemma 1, Lemma 2 / Theorem 4); defaults as in
-# the paper's Example 2.
-_SPLU_GUARANTEE_PARAMETERS = (
-    Parameter("epsilon", float, "relative error epsilon", default=0.3),
-    Parameter("a", int, "largest protected count a", default=3),
-    Parameter("T_E", float, "utility error probability T_E (gives the threshold T_f)",
-              default=None),
-)
-
 
 def main() -> None:
     """Entry point of the ``ppdp`` command."""
@@ -320,15 +310,22 @@ def _print_answer(answer: Estimate | GroupedEstimate) -> None:
 @_handle_errors
 def guarantee(
     mechanism: Annotated[str, typer.Argument(help="mechanism name (see ppdp mechanisms)")],
+    source: Annotated[str | None, typer.Argument(
+        help="data file or bundled dataset, for mechanisms whose guarantee depends on the "
+             "data (uniform, sdr)")] = None,
     param: Annotated[list[str] | None, typer.Option(
         "--param", "-p", help="parameter key=value (repeatable)")] = None,
+    sensitive: Annotated[str | None, typer.Option(
+        "--sensitive", "-s", help="sensitive column(s) of SOURCE")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Show the privacy (and utility) guarantee of a mechanism.
 
     splu takes gamma, epsilon (default 0.3), a (default 3) and T_E (for the
     utility threshold T_f); anatomy takes l; laplace takes epsilon and
-    sensitivity (default 1); dbr takes none.
+    sensitivity (default 1); dbr takes none. uniform and sdr take rho1, rho2
+    and delta (default 0.05), and either a table (SOURCE with --sensitive) or
+    the domain size m and row count n; on a table, sdr shows its partition.
 
     Examples:
 
@@ -336,21 +333,33 @@ def guarantee(
       ppdp guarantee splu -p gamma=5 -p epsilon=0.2 -p T_E=0.1 --json
       ppdp guarantee anatomy -p l=5
       ppdp guarantee laplace -p epsilon=0.69
+      ppdp guarantee uniform -p rho1=0.077 -p rho2=0.2 -p m=14 -p n=30162
+      ppdp guarantee sdr adult -s occupation -p rho1=0.077 -p rho2=0.2
     """
     mechanism_class = get_mechanism(mechanism)
     values = _parse_params(param)
-    if mechanism_class.name == "splu":
-        extra = {p.name: p for p in _SPLU_GUARANTEE_PARAMETERS}
-        known = [p.name for p in mechanism_class.parameters] + list(extra)
-        unknown = sorted(set(values) - set(known))
-        if unknown:
-            raise ValueError(f"guarantee splu has no parameter {unknown[0]!r}; its parameters: "
-                             f"{', '.join(known)}")
-        options = {name: p.convert(values.pop(name)) if name in values else p.default
-                   for name, p in extra.items()}
-        result = mechanism_class.from_params(values).guarantee(**options)
+    extra = {p.name: p for p in mechanism_class.guarantee_parameters}
+    known = [p.name for p in mechanism_class.parameters] + list(extra)
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ValueError(f"guarantee {mechanism_class.name} has no parameter {unknown[0]!r}; "
+                         f"its parameters: {', '.join(known) or 'none'}")
+    options = {name: p.convert(values.pop(name)) for name, p in extra.items() if name in values}
+    instance = mechanism_class.from_params(values)
+    if source is not None:
+        if not mechanism_class.guarantee_uses_table:
+            raise ValueError(f"the guarantee of {mechanism_class.name} does not depend on the "
+                             f"data; leave out {source!r}")
+        table = _load_source(source, sensitive=sensitive)
+        clash = sorted({"m", "n"} & set(options))
+        if clash:
+            raise ValueError(f"-p {clash[0]} comes from the table when SOURCE is given; leave "
+                             f"it out")
+        result = instance.guarantee(table, **options)  # type: ignore[call-arg]
     else:
-        result = mechanism_class.from_params(values).guarantee()
+        if sensitive is not None:
+            raise ValueError("--sensitive applies to a SOURCE table; none was given")
+        result = instance.guarantee(**options)
     data = result.to_dict()
     if json_output:
         _echo_json(data)
@@ -366,11 +375,20 @@ def _print_guarantee(data: Mapping[str, Any]) -> None:
     table.add_column("quantity")
     table.add_column("value")
     for key, value in data.items():
-        if key in ("mechanism", "statement"):
+        if key in ("mechanism", "statement", "subtable_details"):
             continue
-        shown = _number(value) if isinstance(value, float) else str(value)
+        shown = _number(value) if isinstance(value, float | None) else str(value)
         table.add_row(key, Text(shown))
     console.print(table)
+    if data.get("subtable_details"):
+        parts = RichTable(title="sub-tables")
+        names = list(data["subtable_details"][0])
+        for name in names:
+            parts.add_column(name, justify="right")
+        for row in data["subtable_details"]:
+            parts.add_row(*(_number(row[n]) if isinstance(row[n], float) else str(row[n])
+                            for n in names))
+        console.print(parts)
     if data.get("statement"):
         console.print(Text(str(data["statement"])))
 

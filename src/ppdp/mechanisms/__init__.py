@@ -4,6 +4,8 @@ from ppdp.mechanisms.anatomy import Anatomy, AnatomyRelease
 from ppdp.mechanisms.base import Mechanism, Parameter, get_mechanism
 from ppdp.mechanisms.dbr import DBR, DbrRelease
 from ppdp.mechanisms.laplace import LaplaceCounts, LaplaceSession
+from ppdp.mechanisms.perturbation import PerturbationRelease, UniformPerturbation
+from ppdp.mechanisms.sdr import PerturbationPartitioning, SdrRelease
 from ppdp.mechanisms.splu import SPLUGen, SpluRelease
 
 __all__ = [
@@ -15,7 +17,11 @@ __all__ = [
     "LaplaceSession",
     "Mechanism",
     "Parameter",
+    "PerturbationPartitioning",
+    "PerturbationRelease",
     "SPLUGen",
+    "SdrRelease",
     "SpluRelease",
+    "UniformPerturbation",
     "get_mechanism",
 ]

@@ -52,6 +52,10 @@ class Mechanism(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     parameters: ClassVar[tuple[Parameter, ...]]
+    guarantee_parameters: ClassVar[tuple[Parameter, ...]] = ()
+    """Keyword options of ``guarantee`` beyond the mechanism's parameters (CLI: -p)."""
+    guarantee_uses_table: ClassVar[bool] = False
+    """Whether ``guarantee`` takes a table (its first argument) for data-dependent bounds."""
     registry: ClassVar[dict[str, type[Mechanism]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -66,7 +70,10 @@ class Mechanism(ABC):
 
     @abstractmethod
     def guarantee(self) -> Any:
-        """The paper's privacy guarantee for these parameters (an object with ``to_dict``)."""
+        """The paper's privacy guarantee for these parameters (an object with ``to_dict``).
+
+        Subclasses may take the keyword options listed in ``guarantee_parameters`` and, when
+        ``guarantee_uses_table``, a table as first argument."""
 
     @property
     def parameter_values(self) -> dict[str, Any]:

@@ -58,6 +58,13 @@ class SPLUGen(Mechanism):
     parameters = (
         Parameter("gamma", int, "decoy group size gamma (>= 2); p = q = 1/gamma (Section 3.1)"),
     )
+    # Defaults as in the paper's Example 2.
+    guarantee_parameters = (
+        Parameter("epsilon", float, "relative error epsilon", default=0.3),
+        Parameter("a", int, "largest protected count a", default=3),
+        Parameter("T_E", float, "utility error probability T_E (gives the threshold T_f)",
+                  default=None),
+    )
 
     def __init__(self, *, gamma: int) -> None:
         self.gamma = require_integer("gamma", gamma, 2)

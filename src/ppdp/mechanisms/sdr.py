@@ -1,0 +1,330 @@
+"""Perturbation Partitioning (PP): small domain randomization (Small Domain Randomization, Sec. 5).
+
+The table is partitioned into sub-tables T_1..T_k, each perturbed independently by Uniform
+Perturbation over its own small domain SA_i with the ratio gamma_i that its largest relative
+frequency of a protected value, rho1_i, allows (Eq. 9-10). Corollary 1: when every
+rho1_i < rho2, this gives (rho1, rho2)-privacy on the whole table. The partition is found on
+the value counts alone, in three phases:
+
+1. balancing (Figure 1, Eq. 13, Lemma 1): initial groups, each taking h rows of each of the
+   theta most frequent values, with h the largest that keeps the rest theta-balanced; when some
+   values are more frequent than rho1 (SA' a proper subset of SA), the rows of the other values
+   are then spread over the groups in proportion to their sizes (Appendix 10.7);
+2. rearranging (Section 5.2): the groups ordered by reverse Cuthill-McKee on A A^T, so that
+   neighbours share values;
+3. merging (Section 5.3, Eq. 14): dynamic programming over the order for the merging of
+   neighbours that minimises the error bound eps(Part) of Eq. 12.
+
+Rows are then dealt to sub-tables at random within each value, so that sub-table i receives
+exactly its count of each value. Which sub-table a row is in, SA_i and gamma_i are published
+(Section 4.3); the counts of the partition are not.
+
+The paper's Theorem 4 gives O(t^2 log t + t^2 m + n + m log m): after counting, the work
+depends on the number of initial groups t and the domain size m, not on the number of rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+from ppdp.errors import InfeasibleError
+from ppdp.mechanisms.base import Mechanism, Parameter, require_sensitive
+from ppdp.mechanisms.perturbation import (
+    CompoundAttribute,
+    PerturbationGuarantee,
+    PerturbationRelease,
+    SubTableSummary,
+    UniformPerturbation,
+    amplification_gamma,
+    check_delta,
+    check_privacy,
+    error_bound,
+    protected_values,
+    publish_perturbed,
+    uniform_probabilities,
+)
+from ppdp.randomness import RandomState, make_rng
+from ppdp.table import Table
+
+# -- Phase 1: balancing ----------------------------------------------------------------------
+
+
+def balancing_level(frequencies: np.ndarray) -> int:
+    """theta = floor(|T| / f^m), the largest theta for which T is theta-balanced (Sec. 5)."""
+    return int(frequencies.sum() // frequencies.max())
+
+
+def balance(frequencies: np.ndarray, theta: int | None = None) -> np.ndarray:
+    """The initial groups of the balancing phase as counts (groups x values).
+
+    Section 5.1, Figure 1 and Eq. 13: each iteration takes h rows of each of the theta most
+    frequent remaining values (ties: lower value index first), with
+    ``h = mu_theta`` if ``sigma(mu_theta) >= mu_theta`` else ``floor(|T0|/theta -
+    mu_{theta+1})``, ``sigma(v) = |T0|/theta - max(mu_1 - v, mu_{theta+1})``; when h = 0 the
+    remaining rows form the last group. Every group and every remainder is theta-balanced
+    (Lemma 1). Integer arithmetic throughout: ``sigma(v) >= v`` is
+    ``|T0| - theta max(mu_1 - v, mu_{theta+1}) >= theta v``.
+    """
+    remaining = np.asarray(frequencies, dtype=np.int64).copy()
+    theta = balancing_level(remaining) if theta is None else int(theta)
+    if theta < 1 or remaining.max() * theta > remaining.sum():
+        raise ValueError(f"the counts are not {theta}-balanced")
+    groups = []
+    while remaining.any():
+        total = int(remaining.sum())
+        order = np.argsort(-remaining, kind="stable")
+        mu = remaining[order]
+        mu_theta = int(mu[theta - 1])
+        mu_next = int(mu[theta]) if theta < len(mu) else 0
+        if total - theta * max(int(mu[0]) - mu_theta, mu_next) >= theta * mu_theta:
+            h = mu_theta
+        else:
+            h = (total - theta * mu_next) // theta
+        group = np.zeros_like(remaining)
+        if h == 0:
+            group[:] = remaining
+        else:
+            group[order[:theta]] = h
+        remaining -= group
+        groups.append(group)
+    return np.array(groups, dtype=np.int64).reshape(len(groups), len(remaining))
+
+
+def balance_with_unprotected(frequencies: np.ndarray, protected: np.ndarray) -> np.ndarray:
+    """Initial groups when only the values in SA' must be protected (Appendix 10.7).
+
+    The rows T' of protected values are balanced on their own (theta' = floor(|T'|/f^m));
+    then the rows T'' of the other values are dealt to the groups in proportion to their
+    sizes, floor(|g_j| |T''| / |T'|) rows each and the residue to the last group, the most
+    frequent value first so that each group gets few distinct values.
+    """
+    frequencies = np.asarray(frequencies, dtype=np.int64)
+    groups = balance(np.where(protected, frequencies, 0))
+    others = np.where(protected, 0, frequencies)
+    n_others = int(others.sum())
+    if n_others == 0:
+        return groups
+    sizes = groups.sum(axis=1)
+    quota = sizes * n_others // int(sizes.sum())
+    quota[-1] += n_others - int(quota.sum())
+    order = np.argsort(-others, kind="stable")
+    order = order[others[order] > 0]
+    # The rows of T'' in that value order fill the groups one after another: group j takes
+    # the overlap of its quota interval with each value's interval.
+    value_end = np.cumsum(others[order])
+    group_end = np.cumsum(quota)
+    overlap = (np.minimum(group_end[:, None], value_end[None, :])
+               - np.maximum((group_end - quota)[:, None], (value_end - others[order])[None, :]))
+    groups[:, order] += np.maximum(overlap, 0)
+    return groups
+
+
+# -- Phase 2: rearranging --------------------------------------------------------------------
+
+
+def rearrange(groups: np.ndarray) -> np.ndarray:
+    """An order of the groups in which neighbours share values (Section 5.2).
+
+    Reverse Cuthill-McKee (scipy) on B = A A^T, A the groups x values count matrix; its
+    tie-breaking is implementation-defined, as the paper's Example 3 allows.
+    """
+    a = np.asarray(groups, dtype=np.float64)
+    return np.asarray(reverse_cuthill_mckee(csr_matrix(a @ a.T), symmetric_mode=True),
+                      dtype=np.int64)
+
+
+# -- Phase 3: merging ------------------------------------------------------------------------
+
+
+def subtable_statistics(counts: np.ndarray, protected: np.ndarray, rho2: float,
+                        delta: float) -> dict[str, np.ndarray]:
+    """Size, m_i, rho1_i, gamma_i and eps_i of sub-tables given as counts (rows x values).
+
+    rho1_i is the largest relative frequency of a protected value (Eq. 9), gamma_i follows
+    from Eq. 10 and eps_i from Eq. 12; eps_i is infinite where rho1_i >= rho2 (no gamma_i > 1).
+    """
+    counts = np.atleast_2d(counts)
+    rows = counts.sum(axis=1)
+    m = (counts > 0).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho1 = np.where(protected, counts, 0).max(axis=1) / rows
+        gamma = amplification_gamma(rho1, rho2)
+        feasible = (rows > 0) & (rho1 > 0) & (rho1 < rho2)
+        epsilon = np.where(feasible, error_bound(rows, m, gamma, delta), np.inf)
+    return {"rows": rows, "m": m, "rho1": rho1, "gamma": gamma, "epsilon": epsilon}
+
+
+def merge(groups: np.ndarray, protected: np.ndarray, rho2: float, delta: float) -> list[int]:
+    """Boundaries of the optimal merging of consecutive groups (Section 5.3, Eq. 14).
+
+    ``eps_0([1..i]) = min(|g[1..i]|/|T| eps(g[1..i]),
+    min_r eps_0([1..r]) + |g[r+1..i]|/|T| eps(g[r+1..i]))``. Returns the end index (exclusive)
+    of each merged run; ties keep the fewest boundaries.
+    """
+    t = len(groups)
+    prefix = np.vstack([np.zeros((1, groups.shape[1]), dtype=np.int64),
+                        np.cumsum(groups, axis=0)])
+    total = float(prefix[-1].sum())
+    best = np.zeros(t + 1)
+    start = np.zeros(t + 1, dtype=np.int64)
+    for end in range(1, t + 1):
+        runs = prefix[end] - prefix[:end]  # g[r+1..end] for r = 0..end-1
+        stats = subtable_statistics(runs, protected, rho2, delta)
+        cost = best[:end] + stats["rows"] / total * stats["epsilon"]
+        start[end] = int(np.argmin(cost))
+        best[end] = cost[start[end]]
+    if not np.isfinite(best[t]):
+        raise InfeasibleError("no merging of the initial groups has every rho1_i < rho2")
+    ends = []
+    end = t
+    while end > 0:
+        ends.append(end)
+        end = int(start[end])
+    return ends[::-1]
+
+
+# -- the whole partition ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Partition:
+    """The sub-tables found by PP, as counts of each value in each sub-table.
+
+    ``counts`` (sub-tables x values) and the initial ``groups`` are secret (they are what the
+    perturbation hides); the release publishes only each row's sub-table, SA_i (the values with
+    a non-zero count) and ``gammas``.
+    """
+
+    counts: np.ndarray
+    groups: np.ndarray
+    order: np.ndarray
+    protected: np.ndarray
+    rho1s: np.ndarray
+    gammas: np.ndarray
+    epsilons: np.ndarray
+    epsilon: float
+
+    @property
+    def domains(self) -> np.ndarray:
+        """SA_i of each sub-table: a boolean (sub-tables x values) mask."""
+        return self.counts > 0
+
+
+def perturbation_partition(frequencies: np.ndarray, *, rho1: float, rho2: float,
+                           delta: float = 0.05) -> Partition:
+    """Perturbation Partitioning of a table given by its value counts (Section 5).
+
+    ``frequencies``: count of each (compound) sensitive value. Balancing (with Appendix 10.7
+    when some values are more frequent than rho1), RCM rearranging, DP merging.
+    """
+    rho1, rho2 = check_privacy(rho1, rho2)
+    delta = check_delta(delta)
+    frequencies = np.asarray(frequencies, dtype=np.int64)
+    protected = protected_values(frequencies, rho1)
+    groups = balance_with_unprotected(frequencies, protected)
+    order = rearrange(groups)
+    ordered = groups[order]
+    ends = merge(ordered, protected, rho2, delta)
+    prefix = np.vstack([np.zeros((1, groups.shape[1]), dtype=np.int64),
+                        np.cumsum(ordered, axis=0)])
+    counts = prefix[ends] - prefix[[0, *ends[:-1]]]
+    stats = subtable_statistics(counts, protected, rho2, delta)
+    if not np.all(stats["gamma"] > 1):  # merge() only returns feasible sub-tables
+        raise InfeasibleError("a sub-table has gamma_i <= 1")
+    weights = stats["rows"] / stats["rows"].sum()
+    return Partition(counts=counts, groups=groups, order=order, protected=protected,
+                     rho1s=stats["rho1"], gammas=stats["gamma"], epsilons=stats["epsilon"],
+                     epsilon=float((weights * stats["epsilon"]).sum()))
+
+
+def assign_rows(values: np.ndarray, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Each row's sub-table: counts[i, x] of the rows of value x, chosen at random, go to i."""
+    k = counts.shape[0]
+    order = rng.permutation(len(values))
+    order = order[np.argsort(values[order], kind="stable")]
+    labels = np.repeat(np.tile(np.arange(k, dtype=np.min_scalar_type(max(k - 1, 0))),
+                               counts.shape[1]), counts.T.reshape(-1))
+    subtable = np.empty(len(values), dtype=labels.dtype)
+    subtable[order] = labels
+    return subtable
+
+
+# -- the mechanism ---------------------------------------------------------------------------
+
+
+class PerturbationPartitioning(Mechanism):
+    """Small domain randomization by Perturbation Partitioning (PP, Section 5)."""
+
+    name = "sdr"
+    summary = ("small domain randomization: perturbation within sub-tables of small sensitive "
+               "domains (Perturbation Partitioning); (rho1, rho2)-privacy")
+    parameters = (
+        *UniformPerturbation.parameters,
+        Parameter("delta", float, "confidence 1 - delta of the error bound minimised by the "
+                                  "merging (Eq. 12)", default=0.05),
+    )
+    guarantee_uses_table = True
+    guarantee_parameters = UniformPerturbation.guarantee_parameters[:2]
+
+    def __init__(self, *, rho1: float, rho2: float, delta: float = 0.05) -> None:
+        self.rho1, self.rho2 = check_privacy(rho1, rho2)
+        self.delta = check_delta(delta)
+
+    def partition(self, table: Table) -> Partition:
+        """The partition PP finds for this table's (compound) sensitive attribute."""
+        sensitive = require_sensitive(table, "Perturbation partitioning")
+        compound = CompoundAttribute.of(table.schema, sensitive)
+        frequencies = np.bincount(compound.encode(table.codes), minlength=compound.size)
+        return perturbation_partition(frequencies, rho1=self.rho1, rho2=self.rho2,
+                                      delta=self.delta)
+
+    def publish(self, table: Table, *, random_state: RandomState = None) -> SdrRelease:
+        """Partition the table, then perturb each sub-table within its own domain."""
+        sensitive = require_sensitive(table, "Perturbation partitioning")
+        compound = CompoundAttribute.of(table.schema, sensitive)
+        values = compound.encode(table.codes)
+        frequencies = np.bincount(values, minlength=compound.size)
+        partition = perturbation_partition(frequencies, rho1=self.rho1, rho2=self.rho2,
+                                           delta=self.delta)
+        rng = make_rng(random_state)
+        subtable = assign_rows(values, partition.counts, rng)
+        del values
+        schema, codes, subtable = publish_perturbed(table, compound, subtable,
+                                                    partition.domains, partition.gammas, rng)
+        parameters = {"rho1": self.rho1, "rho2": self.rho2, "delta": self.delta,
+                      "gamma": [float(g) for g in partition.gammas]}
+        return SdrRelease(schema, parameters, table.n_rows, codes, subtable, partition.domains)
+
+    def guarantee(self, table: Table | None = None, *, m: int | None = None,
+                  n: int | None = None) -> PerturbationGuarantee:
+        """Privacy and error bound; with a table, the partition's sub-tables (Tables 2-3)."""
+        gamma = float(amplification_gamma(self.rho1, self.rho2))
+        if table is None:
+            return PerturbationGuarantee.of(self.rho1, self.rho2, self.delta, gamma, m, n)
+        partition = self.partition(table)
+        sizes = partition.counts.sum(axis=1)
+        m_i = partition.domains.sum(axis=1)
+        retention, replacement = uniform_probabilities(partition.gammas, m_i)
+        subtables = tuple(
+            SubTableSummary(rows=int(r), m=int(mi), rho1=float(rho), gamma=float(g),
+                            retention=float(p), diagonal=float(p + q), epsilon=float(e))
+            for r, mi, rho, g, p, q, e in zip(sizes, m_i, partition.rho1s, partition.gammas,
+                                              retention, replacement, partition.epsilons,
+                                              strict=True))
+        whole = CompoundAttribute.of(table.schema, table.schema.sensitive).size
+        base = PerturbationGuarantee.of(self.rho1, self.rho2, self.delta, gamma, whole,
+                                        table.n_rows)
+        return PerturbationGuarantee(
+            rho1=self.rho1, rho2=self.rho2, delta=self.delta, gamma=gamma, m=whole,
+            n=table.n_rows, retention=base.retention, replacement=base.replacement,
+            diagonal=base.diagonal, epsilon=partition.epsilon, subtables=subtables)
+
+
+class SdrRelease(PerturbationRelease):
+    """A Perturbation Partitioning release: perturbed rows with their public sub-table."""
+
+    mechanism = "sdr"
