@@ -7,7 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from ppdp.evaluate.metrics import average_relative_error, by_band, relative_errors
+from ppdp.evaluate.metrics import (
+    average_relative_error,
+    by_band,
+    error_above_selectivity,
+    relative_errors,
+)
 
 
 def test_relative_errors_by_hand() -> None:
@@ -56,3 +61,15 @@ def test_by_band_rejects_bad_edges() -> None:
         by_band([1], [1], 10, [0.2, 0.1])
     with pytest.raises(ValueError, match="n_rows"):
         by_band([1], [1], 0, [0.1, 0.2])
+
+
+def test_error_above_selectivity_by_hand() -> None:
+    # n = 1000 rows: selectivity 0.1 % is a true count of 1, 1 % a count of 10.
+    truth = [0, 1, 5, 10, 20]
+    estimate = [3, 2, 5, 15, 10]
+    assert error_above_selectivity(truth, estimate, 1000, 0.001) == (4, (1 + 0 + 0.5 + 0.5) / 4)
+    assert error_above_selectivity(truth, estimate, 1000, 0.01) == (2, (0.5 + 0.5) / 2)
+    count, value = error_above_selectivity(truth, estimate, 1000, 0.5)
+    assert count == 0 and np.isnan(value)
+    with pytest.raises(ValueError, match="length"):
+        error_above_selectivity([1, 2], [1], 1000, 0.001)

@@ -10,7 +10,7 @@ import pytest
 
 import ppdp
 from ppdp.errors import SchemaError
-from ppdp.evaluate.workloads import QueryPool, _draw, splu_pools
+from ppdp.evaluate.workloads import QueryPool, _draw, sdr_pool, splu_pools
 from ppdp.query import And, Col, Compare, Condition, Lit, parse_query
 from ppdp.table import Role, Table, table_from_arrow
 
@@ -177,3 +177,42 @@ def test_sensitive_column_must_be_clear(adult: Table) -> None:
         splu_pools(adult, sensitive="nope", size=5)
     with pytest.raises(ValueError, match="size"):
         splu_pools(adult, size=0)
+
+
+# -- the SDR pool (Appendix 10.9) -----------------------------------------------------------
+
+
+def test_sdr_pool_asks_every_condition_with_every_sensitive_value(adult: Table) -> None:
+    pool = sdr_pool(adult, conditions=50, random_state=3)
+    m = adult.schema["occupation"].size
+    assert pool.name == "sdr" and len(pool) == 50 * m
+    for start in range(0, len(pool), m):
+        block = [_atoms(q.where) for q in pool.queries[start:start + m]]
+        conditions = {tuple((a.left.name, a.right.value) for a in atoms[:-1]) for atoms in block}
+        assert len(conditions) == 1  # one condition per block of m queries
+        (condition,) = conditions
+        assert 1 <= len(condition) <= 3
+        assert len({name for name, _ in condition}) == len(condition)
+        assert [atoms[-1].right.value for atoms in block] == list(
+            adult.schema["occupation"].domain)
+
+
+def test_sdr_pool_truth_matches_brute_force_and_seeds_reproduce(adult: Table) -> None:
+    pool = sdr_pool(adult, conditions=20, random_state=5)
+    again = sdr_pool(adult, conditions=20, random_state=5)
+    assert [q.text for q in pool.queries] == [q.text for q in again.queries]
+    np.testing.assert_array_equal(pool.truth, again.truth)
+    assert [q.text for q in sdr_pool(adult, conditions=20, random_state=6).queries] != [
+        q.text for q in pool.queries]
+    for query, truth in zip(pool.queries, pool.truth, strict=True):
+        mask = np.ones(adult.n_rows, dtype=bool)
+        for atom in _atoms(query.where):
+            column = adult.schema[atom.left.name]
+            mask &= adult.codes[atom.left.name] == column.domain.index(atom.right.value)
+        assert truth == mask.sum()
+
+
+def test_sdr_pool_rejects_bad_sizes(adult: Table) -> None:
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="conditions"):
+            sdr_pool(adult, conditions=bad)

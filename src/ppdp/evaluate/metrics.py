@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["average_relative_error", "by_band", "relative_errors"]
+__all__ = ["average_relative_error", "by_band", "error_above_selectivity", "relative_errors"]
 
 
 def _pair(truth: npt.ArrayLike, estimate: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -55,3 +55,22 @@ def by_band(truth: npt.ArrayLike, estimate: npt.ArrayLike, n_rows: int,
     means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
     return [(float(limits[i]), float(limits[i + 1]), int(counts[i]), float(means[i]))
             for i in range(limits.size - 1)]
+
+
+def error_above_selectivity(truth: npt.ArrayLike, estimate: npt.ArrayLike, n_rows: int,
+                            minimum: float) -> tuple[int, float]:
+    """Number of queries with selectivity >= ``minimum`` and their average relative error.
+
+    Small Domain Randomization, Section 6.1: errors are reported for the queries of the pool
+    that pass a minimum selectivity s (0.1 %, 0.5 %, 1 %); selectivity is truth / ``n_rows``.
+    """
+    if n_rows <= 0:
+        raise ValueError(f"n_rows must be positive, got {n_rows}")
+    true = np.asarray(truth, dtype=np.float64).reshape(-1)
+    est = np.asarray(estimate, dtype=np.float64).reshape(-1)
+    if true.shape != est.shape:
+        raise ValueError(f"truth and estimate differ in length: {true.size} and {est.size}")
+    passing = (true > 0) & (true >= minimum * n_rows)
+    if not passing.any():
+        return 0, float("nan")
+    return int(passing.sum()), average_relative_error(true[passing], est[passing])

@@ -1,4 +1,5 @@
-"""Query pools of the SPLU-Gen evaluation (Section 6.1), generated as in SDR Appendix 10.9.
+"""Query pools of the SPLU-Gen evaluation (Section 6.1) and of Small Domain Randomization
+(Appendix 10.9).
 
 Every query has the form ``A1 = a1 AND .. AND Ad = ad AND S = x``: d is uniform on {1, 2, 3},
 the Ai are d distinct non-sensitive columns drawn without replacement, each ai is uniform on
@@ -6,6 +7,10 @@ its column's domain and x is uniform on the sensitive column's domain. Candidate
 vectorised batches, answered from contingency tables of the table's codes, and sorted into two
 pools by their true count: *small* counts (1 to 10) and *large* counts (selectivity in
 [0.5 %, 5 %), the CENSUS setting of Section 6.1).
+
+The SDR pool (Appendix 10.9) draws 200 such conditions on the non-sensitive columns and asks
+each of them with every value of the sensitive column; its errors are reported over the queries
+whose selectivity reaches 0.1 %, 0.5 % or 1 % (Section 6.1).
 """
 
 from __future__ import annotations
@@ -24,13 +29,17 @@ from ppdp.query import And, Col, Compare, Cube, Lit, Query, flat_key
 from ppdp.randomness import RandomState, make_rng
 from ppdp.table import Table
 
-__all__ = ["QueryPool", "format_condition", "quote_identifier", "quote_literal", "splu_pools"]
+__all__ = ["SDR_SELECTIVITIES", "QueryPool", "format_condition", "quote_identifier",
+           "quote_literal", "sdr_pool", "splu_pools"]
 
 SMALL_MAX = 10
 """Largest true count of a small-count query (Section 6.1: "no more than 10")."""
 
 LARGE_SELECTIVITY = (0.005, 0.05)
 """Selectivity band [low, high) of a large-count query (Section 6.1, CENSUS)."""
+
+SDR_SELECTIVITIES = (0.001, 0.005, 0.01)
+"""Minimum selectivities s over which SDR reports average relative errors (Section 6.1)."""
 
 _BATCH = 50_000
 _MAX_CONDITIONS = 3
@@ -66,12 +75,8 @@ def splu_pools(table: Table, *, sensitive: str | None = None, size: int = 5000,
     if isinstance(max_candidates, bool) or not isinstance(max_candidates, int) \
             or max_candidates < 1:
         raise ValueError(f"max_candidates must be a positive integer, got {max_candidates!r}")
-    schema = table.schema
     sensitive = _sensitive_column(table, sensitive)
-    quasi = [name for name in schema.quasi_identifiers if name != sensitive]
-    if not quasi:
-        raise SchemaError("query pools need at least one non-sensitive (quasi-identifier) "
-                          "column to put conditions on")
+    quasi = _quasi_columns(table, sensitive)
     rng = make_rng(random_state)
     counter = _Counter(table, quasi, sensitive)
     n_rows = table.n_rows
@@ -111,6 +116,37 @@ def splu_pools(table: Table, *, sensitive: str | None = None, size: int = 5000,
         queries = tuple(_query(table, quasi, sensitive, row) for row in accepted[name])
         pools.append(QueryPool(name, queries, truths[name].astype(np.float64)))
     return pools[0], pools[1]
+
+
+def sdr_pool(table: Table, *, sensitive: str | None = None, conditions: int = 200,
+             random_state: RandomState = None) -> QueryPool:
+    """The count-query pool of Small Domain Randomization, Appendix 10.9.
+
+    ``conditions`` random conditions ``A1 = a1 AND .. AND Ad = ad`` (d uniform on {1, 2, 3},
+    distinct non-sensitive columns, values uniform on their domains), each asked with every
+    value x of the sensitive column: ``conditions * m`` queries, with their true counts
+    (zero counts included; filter by selectivity before taking relative errors).
+    """
+    if isinstance(conditions, bool) or not isinstance(conditions, int) or conditions < 1:
+        raise ValueError(f"conditions must be a positive integer, got {conditions!r}")
+    sensitive = _sensitive_column(table, sensitive)
+    quasi = _quasi_columns(table, sensitive)
+    counter = _Counter(table, quasi, sensitive)
+    drawn = _draw(make_rng(random_state), conditions, counter.quasi_sizes, 1)
+    m = counter.sensitive_size
+    rows = np.repeat(drawn, m, axis=0)
+    rows[:, -1] = np.tile(np.arange(m), conditions)
+    truth = counter.counts(rows).astype(np.float64)
+    queries = tuple(_query(table, quasi, sensitive, row) for row in rows)
+    return QueryPool("sdr", queries, truth)
+
+
+def _quasi_columns(table: Table, sensitive: str) -> list[str]:
+    quasi = [name for name in table.schema.quasi_identifiers if name != sensitive]
+    if not quasi:
+        raise SchemaError("query pools need at least one non-sensitive (quasi-identifier) "
+                          "column to put conditions on")
+    return quasi
 
 
 def _sensitive_column(table: Table, sensitive: str | None) -> str:
