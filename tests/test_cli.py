@@ -52,7 +52,9 @@ def fails(*args: str, match: str) -> str:
 
 
 @pytest.mark.parametrize(("mechanism", "params"),
-                         [("splu", ["-p", "gamma=3"]), ("anatomy", ["-p", "l=3"]), ("dbr", [])])
+                         [("splu", ["-p", "gamma=3"]), ("anatomy", ["-p", "l=3"]), ("dbr", []),
+                          ("uniform", ["-p", "rho1=0.2", "-p", "rho2=0.5"]),
+                          ("sdr", ["-p", "rho1=0.2", "-p", "rho2=0.5", "-p", "delta=0.1"])])
 def test_publish_and_count_round_trip(data_csv: Path, tmp_path: Path, mechanism: str,
                                       params: list[str]) -> None:
     out = tmp_path / "release"
@@ -144,6 +146,35 @@ def test_guarantee_plain_output() -> None:
     fails("guarantee", "anatomy", match="needs parameter 'l'")
 
 
+def test_guarantee_uniform_and_sdr() -> None:
+    data = json.loads(ok("guarantee", "uniform", "-p", "rho1=0.25", "-p", "rho2=0.5", "-p",
+                         "m=10", "-p", "n=10000", "--json"))
+    # Eq. 6: gamma = 0.5 * 0.75 / (0.25 * 0.5) = 3; Eq. 4 with m = 10: p = 2/12, q = 1/12.
+    assert data["gamma"] == pytest.approx(3.0)
+    assert data["retention"] == pytest.approx(2 / 12) and data["replacement"] == pytest.approx(
+        1 / 12)
+    # Eq. 11: 2 sqrt(ln 40) / sqrt(10000) * (10/2 + 1), ln 40 = 3.6888795.
+    assert data["epsilon"] == pytest.approx(0.02 * 1.9206455 * 6, rel=1e-6)  # sqrt(3.6888795)
+    no_size = json.loads(ok("guarantee", "uniform", "-p", "rho1=0.25", "-p", "rho2=0.5",
+                            "--json"))
+    assert no_size["gamma"] == pytest.approx(3.0) and no_size["epsilon"] is None
+    text = ok("guarantee", "sdr", "adult", "-s", "occupation", "-p", "rho1=0.077", "-p",
+              "rho2=0.2")
+    assert "sub-tables" in text and "mean_retention" in text and "Eq. 12" in " ".join(
+        text.split())
+    sdr = json.loads(ok("guarantee", "sdr", "adult", "-s", "occupation", "-p", "rho1=0.077",
+                        "-p", "rho2=0.2", "--json"))
+    assert sdr["subtables"] == len(sdr["subtable_details"]) >= 1
+    assert sum(part["rows"] for part in sdr["subtable_details"]) == 30162
+    assert sdr["row_weighted_retention"] > sdr["uniform_retention"]
+    fails("guarantee", "uniform", "-p", "rho1=0.5", "-p", "rho2=0.2", match="rho1 < rho2")
+    fails("guarantee", "splu", "adult", "-p", "gamma=5", match="does not depend on the data")
+    fails("guarantee", "uniform", "adult", "-s", "occupation", "-p", "rho1=0.1", "-p",
+          "rho2=0.2", "-p", "m=3", match="comes from the table")
+    fails("guarantee", "sdr", "adult", "-s", "occupation", "-p", "rho1=0.0001", "-p",
+          "rho2=0.2", match="raise rho1")
+
+
 def test_mechanisms_listing() -> None:
     text = ok("mechanisms")
     for name in Mechanism.registry:
@@ -205,7 +236,7 @@ def test_help_says_seed_is_for_experiments() -> None:
 def test_demo_command(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     text = ok("demo", "-o", out, "--size", "60", "--seed", "3")
-    for name in ("SPLU-Gen", "Anatomy", "DBR", "Laplace"):
+    for name in ("SPLU-Gen", "Anatomy", "DBR", "Laplace", "Uniform perturbation", "SDR (PP)"):
         assert name in text
     assert (out / "results.csv").is_file() and (out / "errors.png").is_file()
     assert "results.json" in text

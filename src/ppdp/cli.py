@@ -32,8 +32,9 @@ _HANDLED = (PpdpError, ValueError, FileNotFoundError, FileExistsError)
 
 app = typer.Typer(
     name="ppdp",
-    help="Privacy-preserving publishing of microdata (SPLU-Gen, Anatomy, DBR, Laplace counts) "
-         "and estimation of count queries from the published data.",
+    help="Privacy-preserving publishing of microdata (SPLU-Gen, small domain randomization, "
+         "Anatomy, DBR, Laplace counts) and estimation of count queries from the published "
+         "data.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -463,6 +464,10 @@ def demo(
                                          help="directory for results.csv, results.json and "
                                               "errors.png")] = Path("demo-output"),
     gamma: Annotated[int, typer.Option("--gamma", help="SPLU-Gen gamma and Anatomy l")] = 5,
+    rho1: Annotated[float, typer.Option(
+        "--rho1", help="prior bound rho1 of uniform and sdr (default 1/13)")] = 1 / 13,
+    rho2: Annotated[float | None, typer.Option(
+        "--rho2", help="posterior bound rho2 of uniform and sdr (default 1/gamma)")] = None,
     size: Annotated[int, typer.Option("--size", help="queries per pool")] = 5000,
     seed: Annotated[int | None, typer.Option("--seed", help=_SEED_HELP)] = None,
 ) -> None:
@@ -470,7 +475,8 @@ def demo(
 
     Builds a small-count pool (true counts 1..10) and a large-count pool
     (selectivity 0.5-5 %), publishes Adult (sensitive: occupation) with
-    SPLU-Gen, Anatomy, DBR and Laplace counts (epsilon = ln 2, ln 3), and
+    SPLU-Gen, Anatomy, DBR, Laplace counts (epsilon = ln 2, ln 3), uniform
+    perturbation and small domain randomization (sdr) at (rho1, rho2), and
     reports average relative errors, timings and how often the 95 %
     intervals cover the true counts.
 
@@ -478,13 +484,16 @@ def demo(
 
       ppdp demo
       ppdp demo -o demo-output --gamma 5 --size 5000 --seed 1
+      ppdp demo --rho1 0.14 --rho2 0.33
     """
     from ppdp.evaluate.demo import run_demo
 
-    result = run_demo(output, gamma=gamma, size=size, random_state=seed, progress=True)
+    result = run_demo(output, gamma=gamma, rho1=rho1, rho2=rho2, size=size, random_state=seed,
+                      progress=True)
     console = _out()
     table = RichTable(
-        title=f"Adult (N = {result.n_rows}, sensitive occupation), gamma = l = {result.gamma}")
+        title=f"Adult (N = {result.n_rows}, sensitive occupation), gamma = l = {result.gamma}, "
+              f"(rho1, rho2) = ({result.rho1:.3g}, {result.rho2:.3g})")
     table.add_column("mechanism", no_wrap=True)
     table.add_column("ARE\nsmall", justify="right")
     table.add_column("ARE\nlarge", justify="right")

@@ -11,7 +11,8 @@ import pytest
 
 from ppdp.evaluate.demo import DemoResult, run_demo
 
-MECHANISMS = ["SPLU-Gen", "Anatomy", "DBR", "Laplace eps=ln 2", "Laplace eps=ln 3"]
+MECHANISMS = ["SPLU-Gen", "Anatomy", "DBR", "Laplace eps=ln 2", "Laplace eps=ln 3",
+              "Uniform perturbation", "SDR (PP)"]
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +40,12 @@ def test_every_mechanism_is_reported(demo: tuple[DemoResult, Path]) -> None:
         lines = list(csv.DictReader(handle))
     assert [line["mechanism"] for line in lines] == MECHANISMS
     assert lines[0]["parameters"] == "gamma=5" and lines[1]["parameters"] == "l=5"
+    # rho2 defaults to 1/gamma and rho1 to the paper's 1/13.
+    assert lines[-1]["parameters"] == "rho1=0.0769231;rho2=0.2;delta=0.05"
     data = json.loads((output / "results.json").read_text())
     assert [row["mechanism"] for row in data["rows"]] == MECHANISMS
     assert data["n_rows"] == 30162 and data["gamma"] == 5
+    assert data["rho1"] == pytest.approx(1 / 13) and data["rho2"] == pytest.approx(0.2)
     for row in result.rows:
         assert math.isfinite(row.small_error) and math.isfinite(row.large_error)
 
@@ -49,9 +53,10 @@ def test_every_mechanism_is_reported(demo: tuple[DemoResult, Path]) -> None:
 def test_coverage_only_where_intervals_exist(demo: tuple[DemoResult, Path]) -> None:
     result, _ = demo
     coverage = {row.mechanism: row.coverage for row in result.rows}
-    # Anatomy and DBR report no standard errors; SPLU-Gen and Laplace do.
+    # Anatomy and DBR report no standard errors; SPLU-Gen, Laplace and the perturbations do.
     assert coverage["Anatomy"] is None and coverage["DBR"] is None
-    for name in ("SPLU-Gen", "Laplace eps=ln 2", "Laplace eps=ln 3"):
+    for name in ("SPLU-Gen", "Laplace eps=ln 2", "Laplace eps=ln 3", "Uniform perturbation",
+                 "SDR (PP)"):
         assert coverage[name] is not None and 0.5 < coverage[name] <= 1.0
 
 
@@ -70,6 +75,15 @@ def test_splu_small_counts_err_more_than_large(demo: tuple[DemoResult, Path]) ->
     for row in rows:
         if row.mechanism.startswith("Laplace"):
             assert row.large_error < 0.05 < row.small_error
+
+
+def test_sdr_errs_less_than_uniform_perturbation(demo: tuple[DemoResult, Path]) -> None:
+    # SDR Section 6.2: at the same (rho1, rho2) PP retains more (Adult: p = 0.125 for UP, a
+    # row-weighted 0.19 for PP, see ppdp guarantee) and so errs less. The relative standard
+    # error of an estimate scales with 1/p, so on 200 large counts averaged the gap of ~1.5x
+    # in 1/p cannot be reversed by chance.
+    rows = {row.mechanism: row for row in demo[0].rows}
+    assert rows["SDR (PP)"].large_error < rows["Uniform perturbation"].large_error
 
 
 def test_seed_reproduces_errors_and_no_output_dir_writes_nothing(

@@ -17,7 +17,8 @@ the condition on the other columns, the count of a set S of sensitive values is 
 ``(o_S - s q_i |Res|)/p_i``, where o_S is how many of them were published with a value in S and
 s = |S ∩ SA_i|; estimates are summed over sub-tables. Its variance is that of o_S, which under
 the paper's model (the values of Res drawn independently from one distribution) is binomial:
-``|Res| pi (1 - pi) / p_i^2`` with pi estimated by o_S/|Res|.
+``|Res| pi (1 - pi) / p_i^2`` with pi estimated by o_S/|Res|, clipped to [s q_i, p_i + s q_i],
+the range a true share in [0, 1] allows.
 """
 
 from __future__ import annotations
@@ -484,7 +485,11 @@ class PerturbationRelease(Release):
         p = self.retention.reshape(-1, *extra)
         q = self.replacement.reshape(-1, *extra)
         estimate = (asked - in_domain * q * res) / p
+        # The observed share o_S/|Res| estimates pi = p f_S/|Res| + s q; clipping it to the
+        # range that a true share f_S/|Res| in [0, 1] allows keeps the variance from vanishing
+        # when no row (or every row) of a small Res was published with a value in S.
         with np.errstate(invalid="ignore", divide="ignore"):
             share = np.where(res > 0, asked / res, 0.0)
+        share = np.clip(share, in_domain * q, p + in_domain * q)
         variance = res * share * (1 - share) / p ** 2
         return estimate.sum(axis=n_plain), variance.sum(axis=n_plain)
