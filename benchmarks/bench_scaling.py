@@ -1,13 +1,16 @@
 """Scaling of publishing and estimation on seeded row-resamples of Adult.
 
     python benchmarks/bench_scaling.py [--sizes 100000 1000000 10000000] [--repeats 3]
+                                       [--mechanisms splu anatomy uniform sdr]
 
-For every N: median wall time of SPLU-Gen (gamma=5) and Anatomy (l=5) publishing, and the
-peak memory traced during one publish (numpy and Arrow allocations, via tracemalloc) as a
-multiple of the encoded table's size. Then, on the 10^6-row SPLU-Gen release, the time to
-estimate 10,000 queries of the paper's large-count pool (Section 6.1; on a resample true counts
-of 1..10 hardly exist) in one batch. Results are printed and written to
-benchmarks/results/scaling.json.
+For every N: median wall time of SPLU-Gen (gamma=5), Anatomy (l=5), Uniform Perturbation and
+Perturbation Partitioning ((rho1, rho2) = (1/13, 1/5)) publishing, and the peak memory traced
+during one publish (numpy and Arrow allocations, via tracemalloc) as a multiple of the encoded
+table's size. For Perturbation Partitioning also the time of the partitioning alone (balancing,
+rearranging, merging on the value counts), which Theorem 4 says does not grow with N.
+Then, on the 10^6-row SPLU-Gen release, the time to estimate 10,000 queries of the paper's
+large-count pool (Section 6.1; on a resample true counts of 1..10 hardly exist) in one batch.
+Results are printed and written to benchmarks/results/scaling.json.
 Timings are medians of the repeats; the ratio column is time per row relative to the smallest
 N (1.0 means linear scaling).
 """
@@ -22,8 +25,13 @@ import tracemalloc
 import warnings
 from pathlib import Path
 
+import numpy as np
+
 import ppdp
 from ppdp.evaluate.workloads import splu_pools
+from ppdp.mechanisms.sdr import perturbation_partition
+
+RHO1, RHO2 = 1 / 13, 1 / 5
 
 
 def timed(function, repeats):
@@ -48,11 +56,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--mechanisms", nargs="+", default=["splu", "anatomy", "uniform", "sdr"])
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
 
     adult = ppdp.datasets.adult(sensitive="occupation")
-    mechanisms = {"splu": ppdp.SPLUGen(gamma=5), "anatomy": ppdp.Anatomy(l=5)}
+    available = {"splu": ppdp.SPLUGen(gamma=5), "anatomy": ppdp.Anatomy(l=5),
+                 "uniform": ppdp.UniformPerturbation(rho1=RHO1, rho2=RHO2),
+                 "sdr": ppdp.PerturbationPartitioning(rho1=RHO1, rho2=RHO2)}
+    mechanisms = {name: available[name] for name in args.mechanisms}
     rows = []
     query_timing = None
     for n_rows in args.sizes:
@@ -67,6 +79,17 @@ def main() -> None:
             print(f"{name:8s} N={n_rows:>10,d}  publish {seconds:7.3f} s   "
                   f"peak {peak / 2**20:7.1f} MiB = {peak / table.nbytes:4.2f} x table",
                   flush=True)
+            if name == "sdr":
+                counts = np.bincount(table.codes["occupation"])
+                partition_seconds, partition = timed(
+                    lambda c=counts: perturbation_partition(c, rho1=RHO1, rho2=RHO2),
+                    args.repeats)
+                rows[-1]["partition_seconds"] = partition_seconds
+                rows[-1]["initial_groups"] = len(partition.groups)
+                rows[-1]["subtables"] = len(partition.counts)
+                print(f"sdr      N={n_rows:>10,d}  partitioning alone {partition_seconds:.4f} s "
+                      f"({len(partition.groups)} initial groups, {len(partition.counts)} "
+                      f"sub-tables)", flush=True)
             if name == "splu" and n_rows == 1_000_000:
                 # On a resample every original row appears ~N/30,162 times, so true counts of
                 # 1..10 hardly exist: time 10,000 pool queries of the large-count band.

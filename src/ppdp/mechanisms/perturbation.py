@@ -39,6 +39,7 @@ from ppdp.release import Release, rows_from_arrow, rows_to_arrow
 from ppdp.table import Role, Schema, Table
 
 SUBTABLE_COLUMN = "subtable"
+_CHUNK = 1 << 20
 """The published sub-table of each row, and the key of the sub-table domain file."""
 
 # -- the paper's formulas --------------------------------------------------------------------
@@ -144,11 +145,17 @@ class CompoundAttribute:
     def size(self) -> int:
         return math.prod(self.shape)
 
+    @property
+    def dtype(self) -> np.dtype:
+        """The smallest unsigned integer type that holds every compound value."""
+        return np.min_scalar_type(max(self.size - 1, 0))
+
     def encode(self, codes: Mapping[str, np.ndarray]) -> np.ndarray:
         """Each row's compound value (row-major index over the product of the domains)."""
         if len(self.columns) == 1:
-            return np.asarray(codes[self.columns[0]]).astype(np.int64)
-        return np.ravel_multi_index(tuple(codes[c] for c in self.columns), self.shape)
+            return np.asarray(codes[self.columns[0]]).astype(self.dtype, copy=False)
+        return np.ravel_multi_index(tuple(codes[c] for c in self.columns),
+                                    self.shape).astype(self.dtype)
 
     def decode(self, values: np.ndarray, schema: Schema) -> dict[str, np.ndarray]:
         parts = np.unravel_index(values, self.shape)
@@ -168,14 +175,19 @@ def perturb_within(values: np.ndarray, subtable: np.ndarray, domains: np.ndarray
     """
     sizes = domains.sum(axis=1)
     retention, _ = uniform_probabilities(gammas, sizes)
-    members = np.flatnonzero(domains.reshape(-1)) % domains.shape[1]
+    members = (np.flatnonzero(domains.reshape(-1)) % domains.shape[1]).astype(values.dtype)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    row_size = sizes[subtable]
-    # With probability 1 - p_i the value is replaced by a uniform draw from SA_i (possibly
-    # itself), which is what makes Pr[x -> x] = p_i + q_i.
-    draw = offsets[subtable] + (rng.random(len(values)) * row_size).astype(np.int64)
-    keep = rng.random(len(values)) < retention[subtable]
-    return np.where(keep, values, members[draw])
+    perturbed = np.empty_like(values)
+    # In chunks, so that the random draws of 10^7 rows do not all sit in memory at once.
+    for start in range(0, len(values), _CHUNK):
+        part = subtable[start:start + _CHUNK]
+        n = len(part)
+        # With probability 1 - p_i the value is replaced by a uniform draw from SA_i (possibly
+        # itself), which is what makes Pr[x -> x] = p_i + q_i.
+        draw = offsets[part] + (rng.random(n) * sizes[part]).astype(np.int64)
+        keep = rng.random(n) < retention[part]
+        perturbed[start:start + n] = np.where(keep, values[start:start + n], members[draw])
+    return perturbed
 
 
 def publish_perturbed(table: Table, compound: CompoundAttribute, subtable: np.ndarray,
