@@ -111,7 +111,9 @@ def protected_values(frequencies: np.ndarray, rho1: float) -> np.ndarray:
     """
     n = int(frequencies.sum())
     present = frequencies > 0
-    protected = present & (frequencies <= rho1 * n)
+    # f/n <= rho1 rather than f <= rho1 n: a rho1 given as a relative frequency (1/161)
+    # rounds like f/n does, while rho1 * n can round below f and drop the value from SA'.
+    protected = present & (frequencies / n <= rho1)
     if not protected.any():
         least = int(frequencies[present].min())
         raise InfeasibleError(
@@ -237,10 +239,7 @@ class UniformPerturbation(Mechanism):
 
     def publish(self, table: Table, *, random_state: RandomState = None) -> PerturbationRelease:
         """Perturb the (compound) sensitive value of every row over the whole domain."""
-        sensitive = require_sensitive(table, "Uniform perturbation")
-        compound = CompoundAttribute.of(table.schema, sensitive)
-        protected_values(np.bincount(compound.encode(table.codes), minlength=compound.size),
-                         self.rho1)
+        compound = self._compound(table)
         rng = make_rng(random_state)
         domains = np.ones((1, compound.size), dtype=bool)
         gammas = np.array([self.gamma])
@@ -250,14 +249,21 @@ class UniformPerturbation(Mechanism):
         parameters = {"rho1": self.rho1, "rho2": self.rho2, "gamma": [self.gamma]}
         return PerturbationRelease(schema, parameters, table.n_rows, codes, subtable, domains)
 
+    def _compound(self, table: Table) -> CompoundAttribute:
+        """The table's sensitive attribute, checked to have a value that rho1 protects."""
+        sensitive = require_sensitive(table, "Uniform perturbation")
+        compound = CompoundAttribute.of(table.schema, sensitive)
+        protected_values(np.bincount(compound.encode(table.codes), minlength=compound.size),
+                         self.rho1)
+        return compound
+
     def guarantee(self, table: Table | None = None, *, m: int | None = None,
                   n: int | None = None, delta: float = 0.05) -> PerturbationGuarantee:
         """gamma, p, q (Eq. 4, 6) and the error bound eps (Eq. 11) for a domain of size m and
         n rows, taken from ``table`` when it is given."""
         if table is not None:
-            sensitive = require_sensitive(table, "Uniform perturbation")
-            m = CompoundAttribute.of(table.schema, sensitive).size
-            n = table.n_rows
+            compound = self._compound(table)
+            m, n = compound.size, table.n_rows
         return PerturbationGuarantee.of(self.rho1, self.rho2, check_delta(delta),
                                         self.gamma, m, n)
 
