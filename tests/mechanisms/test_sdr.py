@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import ppdp
 from ppdp import PerturbationPartitioning, UniformPerturbation
-from ppdp.errors import ReleaseError
+from ppdp.errors import InfeasibleError, ReleaseError
 from ppdp.mechanisms.perturbation import amplification_gamma, error_bound, uniform_probabilities
 from ppdp.mechanisms.sdr import (
     assign_rows,
@@ -142,6 +142,12 @@ def merged_cost(ordered, ends, protected, rho2, delta):
     counts = np.array([ordered[s:e].sum(axis=0) for s, e in zip(starts, ends, strict=True)])
     stats = subtable_statistics(counts, protected, rho2, delta)
     return float((stats["rows"] / ordered.sum() * stats["epsilon"]).sum())
+
+
+def test_merge_without_a_feasible_run_names_the_rho2_needed():
+    # Both groups are 5/6 value x0: no run has rho1_i < rho2 = 1/2.
+    with pytest.raises(InfeasibleError, match=r"raise rho2 above 0\.8333"):
+        merge(np.array([[5, 1], [5, 1]]), np.array([True, True]), 0.5, 0.05)
 
 
 def test_example4_merging_is_optimal_over_all_mergings():

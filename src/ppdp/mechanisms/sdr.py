@@ -178,7 +178,12 @@ def merge(groups: np.ndarray, protected: np.ndarray, rho2: float, delta: float) 
         start[end] = int(np.argmin(cost))
         best[end] = cost[start[end]]
     if not np.isfinite(best[t]):
-        raise InfeasibleError("no merging of the initial groups has every rho1_i < rho2")
+        # Unreachable from perturbation_partition (the whole table has rho1_T <= rho1 <
+        # rho2), but merge() also takes groups from elsewhere.
+        whole = subtable_statistics(prefix[-1], protected, rho2, delta)["rho1"][0]
+        raise InfeasibleError(f"no merging of the groups gives every sub-table rho1_i < rho2 = "
+                              f"{rho2:g}; raise rho2 above {whole:.4g}, the largest relative "
+                              f"frequency of a protected value in the whole table")
     ends = []
     end = t
     while end > 0:
