@@ -18,6 +18,8 @@ from ppdp.errors import (
 from ppdp.io import read_table
 from ppdp.mechanisms import (
     DBR,
+    FRAPP,
+    AlphaBeta,
     Anatomy,
     LaplaceCounts,
     Mechanism,
@@ -34,6 +36,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DBR",
+    "FRAPP",
+    "AlphaBeta",
     "Anatomy",
     "Column",
     "Estimate",

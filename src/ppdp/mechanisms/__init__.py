@@ -1,8 +1,10 @@
 """Mechanisms, one module per paper family; ``Mechanism.registry`` maps names to classes."""
 
+from ppdp.mechanisms.alphabeta import AlphaBeta, AlphaBetaRelease, ViewSequence
 from ppdp.mechanisms.anatomy import Anatomy, AnatomyRelease
 from ppdp.mechanisms.base import Mechanism, Parameter, get_mechanism
 from ppdp.mechanisms.dbr import DBR, DbrRelease
+from ppdp.mechanisms.frapp import FRAPP, FrappRelease
 from ppdp.mechanisms.laplace import LaplaceCounts, LaplaceSession
 from ppdp.mechanisms.perturbation import PerturbationRelease, UniformPerturbation
 from ppdp.mechanisms.sdr import PerturbationPartitioning, SdrRelease
@@ -10,9 +12,13 @@ from ppdp.mechanisms.splu import SPLUGen, SpluRelease
 
 __all__ = [
     "DBR",
+    "FRAPP",
+    "AlphaBeta",
+    "AlphaBetaRelease",
     "Anatomy",
     "AnatomyRelease",
     "DbrRelease",
+    "FrappRelease",
     "LaplaceCounts",
     "LaplaceSession",
     "Mechanism",
@@ -23,5 +29,6 @@ __all__ = [
     "SdrRelease",
     "SpluRelease",
     "UniformPerturbation",
+    "ViewSequence",
     "get_mechanism",
 ]

@@ -1,0 +1,509 @@
+"""The alpha-beta algorithm: random deletion of tuples and insertion of domain tuples
+(Rastogi, Suciu, Hong: "The boundary between privacy and utility in data publishing", VLDB
+2007, Sections 2 and 4).
+
+The view V keeps each tuple of the table I with probability alpha + beta (alpha-step) and adds
+each other tuple of the domain D = D_1 x .. x D_l with probability beta (beta-step). The beta-step
+never enumerates D (Algorithm 2): it draws how many tuples to add, r ~ Binomial(m - n, beta), then
+uniform tuples of D one attribute at a time, rejecting those in I or already added. A count
+query is estimated by ``(n_V - beta n_D)/alpha`` (Algorithm 3), with n_D counted over the domain
+by ``ppdp.domain.count_domain``.
+
+Privacy is (d, gamma)-privacy against tuple-independent adversaries whose prior on any tuple is
+at most d (Definitions 2.1-2.3): Theorem 4.3 holds when d <= gamma,
+``beta/(alpha + beta) >= d(1 - gamma)/(gamma(1 - d))`` and ``alpha + beta <= 1 - d/gamma``. For
+d = k n/m the paper chooses alpha + beta = 1/2 and beta = d/gamma = k n/(gamma m)
+(Section 4.2).
+
+Rows that repeat a tuple. The paper's I is a set; real tables repeat tuples (Adult's 30,162 rows
+hold 19,502 distinct tuples). Here each of the c rows of a tuple is kept with probability
+``alpha + beta/c`` (for c = 1 exactly the paper's alpha + beta), so that a tuple contributes
+alpha c + beta copies in expectation and the estimator stays unbiased for row counts. A tuple
+that appears twice in V was certainly in I: repeated tuples are perfectly correlated, which the
+paper's guarantee excludes (Section 6.1), and the guarantee covers tuples that occur once.
+
+Multiple views (Section 4.4.1, Algorithm 4) are published by ``ViewSequence``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ppdp.domain import count_domain
+from ppdp.errors import InfeasibleError, ReleaseError, SchemaError
+from ppdp.mechanisms.base import (
+    Mechanism,
+    Parameter,
+    require_open_unit,
+    require_positive,
+    shuffled_positions,
+)
+from ppdp.query import BoundQuery, Cube, count_histogram
+from ppdp.randomness import RandomState, make_rng
+from ppdp.release import Release, rows_from_arrow, rows_to_arrow
+from ppdp.table import Role, Schema, Table
+
+MAX_DOMAIN = (1 << 62) - 1
+"""The largest domain m supported: tuples are keyed by their index in D as 64-bit integers."""
+
+# -- the paper's conditions -----------------------------------------------------------------
+
+
+def privacy_parameters(*, k: float, gamma: float, n: int, m: int) -> tuple[float, float, float]:
+    """alpha, beta and d for (k n/m, gamma)-privacy (Section 4.2, "Choice of parameters").
+
+    d = k n/m, alpha + beta = 1/2, beta = d/gamma; Theorem 4.3 then holds when d/gamma <= 1/2.
+    """
+    require_positive("k", k)
+    require_open_unit("gamma", gamma)
+    d = k * n / m
+    if not d < 1:
+        raise InfeasibleError(f"d = k n/m = {d:.4g} must be below 1; lower k below {m / n:.4g}")
+    beta = d / gamma
+    if beta > 0.5:
+        raise InfeasibleError(
+            f"(d, gamma)-privacy with d = k n/m = {d:.4g} and gamma = {gamma:g} needs beta = "
+            f"d/gamma = {beta:.4g} > 1/2 = alpha + beta (Theorem 4.3); raise gamma to at least "
+            f"{2 * d:.4g} or lower k to at most {gamma * m / (2 * n):.4g}")
+    return 0.5 - beta, beta, d
+
+
+def theorem_4_3_violations(*, alpha: float, beta: float, d: float, gamma: float) -> list[str]:
+    """The conditions of Theorem 4.3 that (alpha, beta) fail for (d, gamma)-privacy."""
+    failed = []
+    if d > gamma:
+        failed.append(f"d <= gamma fails ({d:.4g} > {gamma:g})")
+    needed = d * (1 - gamma) / (gamma * (1 - d))
+    if beta / (alpha + beta) < needed:
+        failed.append(f"beta/(alpha + beta) >= d(1 - gamma)/(gamma(1 - d)) fails: "
+                      f"{beta / (alpha + beta):.4g} < {needed:.4g}; raise beta to at least "
+                      f"{needed * alpha / (1 - needed):.4g}")
+    if alpha + beta > 1 - d / gamma:
+        failed.append(f"alpha + beta <= 1 - d/gamma fails: {alpha + beta:.4g} > "
+                      f"{1 - d / gamma:.4g}; lower alpha to at most {1 - d / gamma - beta:.4g}")
+    return failed
+
+
+def usefulness_rho(*, k: float, gamma: float, epsilon: float = 0.05) -> float:
+    """rho of (rho, epsilon)-usefulness for the Section 4.2 parameters (Theorem 4.4):
+    ``rho = 2 sqrt(2 k (1 - gamma)/gamma ln(2/epsilon))``; the absolute error of any count is
+    below rho sqrt(n) with probability at least 1 - epsilon."""
+    return 2 * math.sqrt(2 * k * (1 - gamma) / gamma * math.log(2 / epsilon))
+
+
+# -- the tuple domain -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TupleDomain:
+    """The domain D of a table's published columns, tuples keyed by their index in D."""
+
+    columns: tuple[str, ...]
+    shape: tuple[int, ...]
+
+    @classmethod
+    def of(cls, schema: Schema) -> TupleDomain:
+        columns = tuple(c.name for c in schema.columns if c.role != Role.IGNORED)
+        shape = tuple(schema[c].size for c in columns)
+        if math.prod(shape) > MAX_DOMAIN:
+            raise SchemaError(f"the domain of {len(columns)} columns has {math.prod(shape):.3g} "
+                              f"tuples, more than the 2^62 supported; leave columns out "
+                              f"(role 'ignored') or coarsen their domains")
+        return cls(columns, shape)
+
+    @property
+    def size(self) -> int:
+        """m = |D|."""
+        return math.prod(self.shape)
+
+    def keys(self, codes: Mapping[str, np.ndarray]) -> np.ndarray:
+        return np.ravel_multi_index(tuple(codes[c] for c in self.columns), self.shape)
+
+    def codes(self, keys: np.ndarray, schema: Schema) -> dict[str, np.ndarray]:
+        parts = np.unravel_index(keys, self.shape)
+        return {c: p.astype(schema[c].dtype) for c, p in zip(self.columns, parts, strict=True)}
+
+    def sample(self, count: int, excluded: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``count`` distinct uniform tuples of D outside the sorted key array ``excluded``
+        (Algorithm 2, steps 3-9): drawn an attribute at a time, in vectorised batches."""
+        accepted = np.empty(0, dtype=np.int64)
+        while len(accepted) < count:
+            wanted = count - len(accepted)
+            batch = wanted + wanted // 8 + 64
+            draws = np.zeros(batch, dtype=np.int64)
+            for size in self.shape:
+                draws = draws * size + rng.integers(0, size, size=batch)
+            # Keep first occurrences in draw order, so that the accepted set is a uniform
+            # sample without replacement.
+            _, first = np.unique(draws, return_index=True)
+            draws = draws[np.sort(first)]
+            fresh = ~_contains(excluded, draws) & ~np.isin(draws, accepted)
+            accepted = np.concatenate([accepted, draws[fresh][:wanted]])
+        return accepted
+
+
+def _sorted_unique(keys: np.ndarray) -> np.ndarray:
+    """The distinct keys, sorted (a sort is faster than numpy's hashing unique here)."""
+    ordered = np.sort(keys)
+    return ordered[np.concatenate([[True], ordered[1:] != ordered[:-1]])] if len(ordered) \
+        else ordered
+
+
+def _contains(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    if len(sorted_keys) == 0:
+        return np.zeros(len(keys), dtype=bool)
+    where = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+    return sorted_keys[where] == keys
+
+
+# -- the mechanism --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AlphaBetaGuarantee:
+    """(d, gamma)-privacy (Theorem 4.3) and usefulness (Theorem 4.4) of an alpha-beta view."""
+
+    alpha: float
+    beta: float
+    gamma: float | None
+    k: float | None
+    d: float | None
+    n: int | None
+    m: int | None
+    views: int
+    rho: float | None
+    expected_view_size: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {"mechanism": "alphabeta", **vars(self)}
+        data["statement"] = self.statement()
+        return data
+
+    def statement(self) -> str:
+        if self.d is None or self.gamma is None:
+            return (f"alpha = {self.alpha:.4g}, beta = {self.beta:.4g}; give k and gamma (and a "
+                    f"table, or n and m) to check (d, gamma)-privacy (Theorem 4.3)")
+        text = (f"(d, gamma)-privacy with d = {self.d:.4g} (k n/m) and gamma = {self.gamma:g}: "
+                f"against any tuple-independent adversary whose prior on a tuple is at most d, "
+                f"the posterior is at most gamma and at least prior*d/gamma (Theorem 4.3)")
+        if self.rho is not None:
+            text += (f"; every count is within rho sqrt(n) = {self.rho:.4g} sqrt(n) of the truth "
+                     f"with probability >= 0.95 (Theorem 4.4)")
+        if self.views > 1:
+            text += (f"; up to v = {self.views} views of the same table (Algorithm 4, Section "
+                     f"4.4.1)")
+        return text
+
+
+class AlphaBeta(Mechanism):
+    """The alpha-beta algorithm (Algorithms 1-3), with Algorithm 4 for repeated views."""
+
+    name = "alphabeta"
+    summary = ("alpha-beta: keep each tuple with probability alpha + beta, add random domain "
+               "tuples with probability beta; (d, gamma)-privacy of whole tuples")
+    parameters = (
+        Parameter("k", float, "adversary bound d = k n/m (with gamma; Section 4.2)",
+                  default=None),
+        Parameter("gamma", float, "posterior bound gamma of (d, gamma)-privacy", default=None),
+        Parameter("alpha", float, "explicit alpha (with beta; checked against Theorem 4.3 when "
+                                  "k and gamma are given)", default=None),
+        Parameter("beta", float, "explicit beta (with alpha)", default=None),
+        Parameter("v", int, "bound on the number of views of the same table (Algorithm 4)",
+                  default=1),
+    )
+    guarantee_uses_table = True
+    guarantee_parameters = (
+        Parameter("n", int, "number of rows n (taken from the table when one is given)",
+                  default=None),
+        Parameter("m", int, "domain size m (taken from the table when one is given)",
+                  default=None),
+    )
+
+    def __init__(self, *, k: float | None = None, gamma: float | None = None,
+                 alpha: float | None = None, beta: float | None = None, v: int = 1) -> None:
+        explicit = alpha is not None or beta is not None
+        if explicit and (alpha is None or beta is None):
+            raise ValueError("give both alpha and beta, or neither (then k and gamma)")
+        if (k is None) != (gamma is None):
+            raise ValueError("give both k and gamma: the privacy is (k n/m, gamma)")
+        if not explicit and k is None:
+            raise ValueError("alphabeta needs k and gamma ((d, gamma)-privacy with d = k n/m), "
+                             "or explicit alpha and beta; e.g. -p k=10 -p gamma=0.2")
+        if k is not None:
+            require_positive("k", k)
+            require_open_unit("gamma", gamma)
+        if explicit:
+            require_open_unit("alpha", alpha)
+            require_open_unit("beta", beta)
+            if alpha + beta > 1:
+                raise ValueError(f"alpha + beta is a probability; got {alpha + beta:g} > 1")
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"v (number of views) must be an integer >= 1, got {v!r}")
+        self.k, self.gamma, self.alpha, self.beta, self.v = k, gamma, alpha, beta, v
+
+    def probabilities(self, n: int, m: int) -> tuple[float, float, float | None]:
+        """alpha, beta and d for a table of n rows over a domain of m tuples, checked against
+        Theorem 4.3 (InfeasibleError naming the condition that fails)."""
+        if self.alpha is None:
+            return privacy_parameters(k=self.k, gamma=self.gamma, n=n, m=m)
+        if self.k is None:
+            return self.alpha, self.beta, None
+        d = self.k * n / m
+        failed = theorem_4_3_violations(alpha=self.alpha, beta=self.beta, d=d, gamma=self.gamma)
+        if failed:
+            raise InfeasibleError(f"alpha = {self.alpha:g}, beta = {self.beta:g} do not give "
+                                  f"(d, gamma)-privacy for d = k n/m = {d:.4g}, gamma = "
+                                  f"{self.gamma:g}: " + "; ".join(failed))
+        return self.alpha, self.beta, d
+
+    def publish(self, table: Table, *, random_state: RandomState = None) -> AlphaBetaRelease:
+        """Publish the first view (Algorithm 1); ``views`` continues with Algorithm 4."""
+        return self.views(table).publish(random_state=random_state)
+
+    def views(self, table: Table) -> ViewSequence:
+        """A sequence of views of ``table`` (Algorithm 4), the first of which is Algorithm 1."""
+        return ViewSequence(self, table)
+
+    def guarantee(self, table: Table | None = None, *, n: int | None = None,
+                  m: int | None = None) -> AlphaBetaGuarantee:
+        """Theorem 4.3 (and 4.4 for the Section 4.2 parameters) for a table of n rows over a
+        domain of m tuples."""
+        if table is not None:
+            n, m = table.n_rows, TupleDomain.of(table.schema).size
+        if n is None or m is None:
+            if self.alpha is None:
+                raise ValueError("the alpha and beta of k and gamma depend on n and m: give a "
+                                 "table (SOURCE) or -p n=... -p m=...")
+            alpha, beta, d = self.alpha, self.beta, None
+        else:
+            alpha, beta, d = self.probabilities(n, m)
+        rho = (usefulness_rho(k=self.k, gamma=self.gamma)
+               if self.k is not None and self.alpha is None else None)
+        size = None if n is None or m is None else alpha * n + beta * m
+        return AlphaBetaGuarantee(alpha=alpha, beta=beta, gamma=self.gamma, k=self.k, d=d,
+                                  n=n, m=m, views=self.v, rho=rho, expected_view_size=size)
+
+
+# -- views ----------------------------------------------------------------------------------
+
+
+class ViewSequence:
+    """Views of one table: the first by Algorithm 1, the next ones by Algorithm 4.
+
+    For view i, with V' the union of the views published so far and A + B = alpha + beta,
+    ``B = (alpha + beta) e^(-1/v)`` and ``C = (1 - alpha - beta)^(i-1) beta``: a tuple of V' not
+    in I is inserted with probability B, a tuple outside I and V' with probability C, and a tuple
+    of I held by c rows has each row kept with probability ``A + B/c`` if it is in V', else
+    ``alpha + beta - C + C/c`` (for c = 1 both are alpha + beta, as in Algorithm 4). ``state``
+    (the views published and V') is private to the publisher: ``save_state``/``load_state``.
+    """
+
+    def __init__(self, mechanism: AlphaBeta, table: Table, *, published: int = 0,
+                 earlier: np.ndarray | None = None) -> None:
+        self.mechanism = mechanism
+        self.table = table
+        self.domain = TupleDomain.of(table.schema)
+        self.alpha, self.beta, self.d = mechanism.probabilities(table.n_rows, self.domain.size)
+        self.published = published
+        self.earlier = np.empty(0, dtype=np.int64) if earlier is None else np.sort(earlier)
+
+    def publish(self, *, random_state: RandomState = None) -> AlphaBetaRelease:
+        """The next view; raises when the bound v on the number of views is reached."""
+        v = self.mechanism.v
+        if self.published >= v:
+            raise InfeasibleError(f"{self.published} views of this table were published, the "
+                                  f"bound v = {v} it was set up with; more views would break "
+                                  f"the guarantee (publish with a larger v from the start)")
+        rng = make_rng(random_state)
+        view = self.published + 1
+        rates = view_rates(self.alpha, self.beta, v, view)
+        keys = self.domain.keys(self.table.codes)
+        tuples, row_tuple, multiplicity = np.unique(keys, return_inverse=True,
+                                                    return_counts=True)
+        in_earlier = _contains(self.earlier, tuples)
+        # Per-row keep probability: (A + B/c) for tuples seen before, (A' + C/c) otherwise.
+        base = np.where(in_earlier, rates.seen, rates.unseen)
+        extra = np.where(in_earlier, rates.earlier, rates.other)
+        keep = rng.random(self.table.n_rows) < (base + extra / multiplicity)[row_tuple]
+        kept_keys = keys[keep]
+        excluded = _sorted_unique(np.concatenate([tuples, self.earlier]))
+        # Tuples of V' - I, each with probability B; other tuples of D by Algorithm 2 with C.
+        earlier_only = self.earlier[~_contains(tuples, self.earlier)]
+        repeated = earlier_only[rng.random(len(earlier_only)) < rates.earlier]
+        count = int(rng.binomial(self.domain.size - len(excluded), rates.other))
+        noise = self.domain.sample(count, excluded, rng)
+        view_keys = np.concatenate([kept_keys, repeated, noise])
+        view_keys = view_keys[shuffled_positions(len(view_keys), rng)]
+        schema = self.table.schema.select(self.domain.columns)
+        release = AlphaBetaRelease(
+            schema, {"alpha": self.alpha, "beta": self.beta, "k": self.mechanism.k,
+                     "gamma": self.mechanism.gamma, "d": self.d, "v": v, "view": view},
+            len(view_keys), self.domain.codes(view_keys, schema),
+            earlier=self.domain.codes(self.earlier, schema))
+        self.earlier = _sorted_unique(np.concatenate([self.earlier, view_keys]))
+        self.published = view
+        return release
+
+    def save_state(self, directory: str | os.PathLike[str]) -> Path:
+        """Write the publisher's private state (views published, V', the table's fingerprint
+        and the parameters) atomically, for the next ``load_state``."""
+        target = Path(directory)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            pq.write_table(pa.table({"key": self.earlier}), temporary / "earlier.parquet")
+            state = {"format": STATE_FORMAT, "fingerprint": fingerprint(self.table),
+                     "parameters": self.mechanism.parameter_values, "published": self.published}
+            (temporary / "state.json").write_text(json.dumps(state, indent=2) + "\n")
+            if target.exists():
+                shutil.rmtree(target)
+            temporary.rename(target)
+        except BaseException:
+            shutil.rmtree(temporary, ignore_errors=True)
+            raise
+        return target
+
+    @classmethod
+    def load_state(cls, directory: str | os.PathLike[str], mechanism: AlphaBeta,
+                   table: Table) -> ViewSequence:
+        """Continue a sequence from ``save_state``; the table and parameters must match."""
+        root = Path(directory)
+        try:
+            state = json.loads((root / "state.json").read_text())
+            earlier = pq.read_table(root / "earlier.parquet").column("key").to_numpy()
+        except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
+            raise ReleaseError(f"{root} is not a readable alpha-beta view state: {exc}") from exc
+        if state.get("format") != STATE_FORMAT or state.get("fingerprint") != fingerprint(table):
+            raise ReleaseError(f"{root} holds the state of another table")
+        if state.get("parameters") != mechanism.parameter_values:
+            raise ReleaseError(f"the views of this table were published with "
+                               f"{state.get('parameters')}; later views must use the same "
+                               f"parameters")
+        return cls(mechanism, table, published=int(state["published"]), earlier=earlier)
+
+
+STATE_FORMAT = "ppdp-alphabeta-views-1"
+
+
+def fingerprint(table: Table) -> str:
+    """A digest of a table's schema and rows, to recognise the same table again."""
+    digest = hashlib.sha256(json.dumps(table.schema.to_json(), sort_keys=True,
+                                       default=str).encode())
+    for column in table.schema.names:
+        digest.update(np.ascontiguousarray(table.codes[column]).tobytes())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class ViewRates:
+    """Insertion probabilities of Algorithm 4 for one view (see ``ViewSequence``)."""
+
+    seen: float  # A: the alpha of a tuple of I that is in V'
+    earlier: float  # B: a tuple of V' (not in I)
+    unseen: float  # A': the alpha of a tuple of I not in V'
+    other: float  # C: any other tuple of D
+
+
+def view_rates(alpha: float, beta: float, v: int, view: int) -> ViewRates:
+    """The rates of view ``view`` (1-based) of at most v (Algorithm 4; view 1 is Algorithm 1)."""
+    keep = alpha + beta
+    earlier = keep * math.exp(-1 / v)
+    other = (1 - keep) ** (view - 1) * beta
+    return ViewRates(seen=keep - earlier, earlier=earlier, unseen=keep - other, other=other)
+
+
+# -- the release ----------------------------------------------------------------------------
+
+
+class AlphaBetaRelease(Release):
+    """An alpha-beta view: its tuples, alpha, beta and the domains (Algorithm 1, step 4); for
+    a view after the first, also V', the union of the earlier views (public already)."""
+
+    mechanism = "alphabeta"
+
+    def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
+                 codes: Mapping[str, np.ndarray],
+                 earlier: Mapping[str, np.ndarray] | None = None) -> None:
+        super().__init__(schema, parameters, n_rows)
+        self.codes = dict(codes)
+        self.domain = TupleDomain.of(schema)
+        self.earlier = {c: np.asarray(earlier[c]) if earlier else
+                        np.empty(0, dtype=schema[c].dtype) for c in schema.names}
+        n_earlier = len(self.earlier[schema.names[0]])
+        self.rates = view_rates(float(parameters["alpha"]), float(parameters["beta"]),
+                                int(parameters.get("v", 1)), int(parameters.get("view", 1)))
+        earlier_keys = np.sort(self.domain.keys(self.earlier)) if n_earlier else np.empty(
+            0, dtype=np.int64)
+        seen = _contains(earlier_keys, self.domain.keys(self.codes)).astype(np.uint8)
+        self._cube = Cube({**self.codes, _SEEN: seen}, {**schema.sizes(), _SEEN: 2}, n_rows)
+        self._earlier_cube = Cube(self.earlier, schema.sizes(), n_earlier)
+
+    def _tables(self) -> dict[str, pa.Table]:
+        tables = {"view": rows_to_arrow(self.schema, self.codes)}
+        if int(self.parameters.get("view", 1)) > 1:
+            tables["earlier"] = rows_to_arrow(self.schema, self.earlier)
+        return tables
+
+    @classmethod
+    def _from_tables(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
+                     tables: Mapping[str, pa.Table]) -> AlphaBetaRelease:
+        codes = rows_from_arrow(schema, tables["view"], n_rows)
+        earlier = None
+        if "earlier" in tables:
+            earlier = rows_from_arrow(schema, tables["earlier"], tables["earlier"].num_rows)
+        for name in ("alpha", "beta"):
+            value = float(parameters[name])
+            if not 0 < value < 1:
+                raise ValueError(f"{name} = {value} is not a probability")
+        return cls(schema, parameters, n_rows, codes, earlier)
+
+    def _estimate(self, queries: Sequence[BoundQuery]
+                  ) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        return [self._estimate_one(q) for q in queries]
+
+    def _estimate_one(self, query: BoundQuery) -> tuple[np.ndarray, np.ndarray]:
+        """Algorithm 3 for one view; after the first, the tuples seen in V' and the others are
+        estimated apart (Algorithm 4's rates differ between them) and added."""
+        rates = self.rates
+        dims = tuple(query.group_by)
+        in_view = count_histogram(self._cube, query.predicate, (*dims, _SEEN))
+        seen, unseen = in_view[..., 1].astype(float), in_view[..., 0].astype(float)
+        n_domain = count_domain(query.predicate, self.schema.sizes(), dims)
+        n_earlier = np.asarray(count_histogram(self._earlier_cube, query.predicate, dims),
+                               dtype=float)
+        # Tuples outside V': kept at A' + C (rows of I), inserted at C (the rest of D - V').
+        outside = n_domain - n_earlier
+        estimate = (unseen - rates.other * outside) / rates.unseen
+        variance = bernoulli_variance(estimate, outside, rates.unseen + rates.other,
+                                       rates.other) / rates.unseen ** 2
+        if self.parameters.get("view", 1) > 1:
+            # Tuples of V': kept at A + B (rows of I), repeated at B (the rest of V').
+            part = (seen - rates.earlier * n_earlier) / rates.seen
+            estimate = estimate + part
+            variance = variance + bernoulli_variance(
+                part, n_earlier, rates.seen + rates.earlier, rates.earlier) / rates.seen ** 2
+        return estimate, np.sqrt(variance)
+
+
+_SEEN = "\0seen"
+
+
+def bernoulli_variance(estimate: np.ndarray, total: np.ndarray, inside: Any,
+                        outside: Any) -> np.ndarray:
+    """Variance of a count of ``total`` candidate tuples, ``estimate`` of them (clipped to
+    [0, total]) present with probability ``inside`` and the rest with ``outside``."""
+    present = np.clip(estimate, 0, np.maximum(total, 0))
+    return present * inside * (1 - inside) + (total - present) * outside * (1 - outside)

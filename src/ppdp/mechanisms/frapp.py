@@ -1,0 +1,176 @@
+"""FRAPP's gamma-diagonal randomization over the whole tuple domain, the comparator of the
+alpha-beta paper (Agrawal and Haritsa 2005; alpha-beta paper Section 4.3 and Section 5).
+
+Every row of the table is published as itself with probability p + q and as any other tuple of
+the domain D with probability q = (1 - p)/m each (the gamma-diagonal matrix: diagonal p + q,
+off-diagonal q): with probability p the row is kept, otherwise it is replaced by a uniform tuple
+of D. The view has as many rows as the table. A count is estimated by
+``(n_V - (1 - p) n n_D/m)/p``: a row satisfying the condition is published inside it with
+probability p + (1 - p) n_D/m, any other row with probability (1 - p) n_D/m.
+
+Parameters for (d, gamma)-privacy. The alpha-beta paper compares the two mechanisms at the same
+(d, gamma)-privacy (Section 5) but gives no parameters for FRAPP; they follow from the same
+argument as Theorem 4.3 for alpha-beta, on the event "t is in V" for a tuple t that occurs once:
+
+- t in I is in V unless its row moves away and no other row lands on t:
+  ``P_in = 1 - (1 - p - q)(1 - q)^(n-1)``; t not in I is in V when some row lands on it:
+  ``P_out = 1 - (1 - q)^n``.
+- A prior Pr[t] <= d turns into a posterior <= gamma when the likelihood ratio
+  ``P_out/P_in >= lambda = d(1 - gamma)/(gamma(1 - d))`` (the condition on beta/(alpha + beta)
+  in Theorem 4.3), and seeing t absent lowers the prior by at most the factor d/gamma when
+  ``(1 - p - q)/(1 - q) >= d/gamma`` (the condition on alpha + beta).
+
+P_out/P_in falls as p grows, so ppdp takes the largest p meeting both (solved numerically).
+With small q, P_out ~ n q and P_in ~ p + n q, giving p ~ gamma/(k (1 - gamma)) for d = k n/m:
+the retention, and so the error, scales with k/gamma where alpha-beta's scales with
+sqrt(k/gamma) (Section 4.2, "Comparison with randomized response algorithms").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import brentq
+
+from ppdp.domain import count_domain
+from ppdp.errors import InfeasibleError
+from ppdp.mechanisms.alphabeta import TupleDomain, bernoulli_variance
+from ppdp.mechanisms.base import (
+    Mechanism,
+    Parameter,
+    require_open_unit,
+    require_positive,
+    shuffled_positions,
+)
+from ppdp.query import BoundQuery, count_histogram
+from ppdp.randomness import RandomState, make_rng
+from ppdp.release import RowsRelease
+from ppdp.table import Table
+
+
+def frapp_retention(*, k: float, gamma: float, n: int, m: int) -> float:
+    """The largest retention p of FRAPP's gamma-diagonal matrix giving (k n/m, gamma)-privacy
+    (derivation in the module docstring)."""
+    require_positive("k", k)
+    require_open_unit("gamma", gamma)
+    d = k * n / m
+    if not d < gamma:
+        raise InfeasibleError(f"(d, gamma)-privacy needs d = k n/m = {d:.4g} below gamma = "
+                              f"{gamma:g}; lower k below {gamma * m / n:.4g}")
+    needed = d * (1 - gamma) / (gamma * (1 - d))
+
+    def ratio(p: float) -> float:
+        q = (1 - p) / m
+        stay = math.exp((n - 1) * math.log1p(-q))
+        outside = -math.expm1(n * math.log1p(-q))
+        inside = 1 - (1 - p - q) * stay
+        return outside / inside - needed
+
+    positive = brentq(ratio, 0.0, 1.0 - 1e-15, xtol=1e-15, rtol=1e-12) if ratio(
+        1.0 - 1e-15) < 0 else 1.0
+    # (1 - p - q)/(1 - q) >= r = d/gamma with q = (1 - p)/m is (1 - p)(1 - 1/m + r/m) >= r.
+    negative = 1 - (d / gamma) / ((1 - 1 / m) + (d / gamma) / m)
+    return float(min(positive, negative))
+
+
+@dataclass(frozen=True)
+class FrappGuarantee:
+    """(d, gamma)-privacy of FRAPP's gamma-diagonal randomization with retention p."""
+
+    k: float
+    gamma: float
+    d: float | None
+    n: int | None
+    m: int | None
+    retention: float | None
+    diagonal: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {"mechanism": "frapp", **vars(self)}
+        data["statement"] = (
+            "give a table (or n and m) for the retention" if self.retention is None else
+            f"(d, gamma)-privacy with d = {self.d:.4g} (k n/m) and gamma = {self.gamma:g}: each "
+            f"row is kept with probability p = {self.retention:.4g}, else replaced by a uniform "
+            f"tuple of the domain (the likelihood-ratio conditions of Theorem 4.3 on the event "
+            f"that a tuple is in the view)")
+        return data
+
+
+class FRAPP(Mechanism):
+    """FRAPP's gamma-diagonal randomization of whole tuples (alpha-beta paper, Section 4.3)."""
+
+    name = "frapp"
+    summary = ("FRAPP: each row kept with probability p, else replaced by a uniform tuple of the "
+               "domain; p set for (d, gamma)-privacy")
+    parameters = (
+        Parameter("k", float, "adversary bound d = k n/m"),
+        Parameter("gamma", float, "posterior bound gamma of (d, gamma)-privacy"),
+    )
+    guarantee_uses_table = True
+    guarantee_parameters = (
+        Parameter("n", int, "number of rows n (taken from the table when one is given)",
+                  default=None),
+        Parameter("m", int, "domain size m (taken from the table when one is given)",
+                  default=None),
+    )
+
+    def __init__(self, *, k: float, gamma: float) -> None:
+        require_positive("k", k)
+        require_open_unit("gamma", gamma)
+        self.k, self.gamma = k, gamma
+
+    def publish(self, table: Table, *, random_state: RandomState = None) -> FrappRelease:
+        """Keep each row with probability p, else draw a uniform tuple of D; shuffle."""
+        domain = TupleDomain.of(table.schema)
+        n, m = table.n_rows, domain.size
+        p = frapp_retention(k=self.k, gamma=self.gamma, n=n, m=m)
+        rng = make_rng(random_state)
+        schema = table.schema.select(domain.columns)
+        replaced = rng.random(n) >= p
+        count = int(replaced.sum())
+        codes = {}
+        for column, size in zip(domain.columns, domain.shape, strict=True):
+            values = table.codes[column].copy()
+            values[replaced] = rng.integers(0, size, size=count)
+            codes[column] = values
+        shuffle = shuffled_positions(n, rng)
+        codes = {c: v[shuffle] for c, v in codes.items()}
+        parameters = {"k": self.k, "gamma": self.gamma, "d": self.k * n / m, "retention": p}
+        return FrappRelease(schema, parameters, n, codes)
+
+    def guarantee(self, table: Table | None = None, *, n: int | None = None,
+                  m: int | None = None) -> FrappGuarantee:
+        if table is not None:
+            n, m = table.n_rows, TupleDomain.of(table.schema).size
+        if n is None or m is None:
+            return FrappGuarantee(self.k, self.gamma, None, n, m, None, None)
+        p = frapp_retention(k=self.k, gamma=self.gamma, n=n, m=m)
+        return FrappGuarantee(self.k, self.gamma, self.k * n / m, n, m, p, p + (1 - p) / m)
+
+
+class FrappRelease(RowsRelease):
+    """A FRAPP view: n randomized rows and the retention p."""
+
+    mechanism = "frapp"
+
+    def _estimate(self, queries: Sequence[BoundQuery]
+                  ) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        p = float(self.parameters["retention"])
+        m = TupleDomain.of(self.schema).size
+        results: list[tuple[np.ndarray, np.ndarray | None]] = []
+        for query in queries:
+            observed = np.asarray(count_histogram(self._cube, query.predicate, query.group_by),
+                                  dtype=float)
+            landing = (1 - p) * count_domain(query.predicate, self.schema.sizes(),
+                                             query.group_by) / m
+            estimate = (observed - landing * self.n_rows) / p
+            # Rows inside the condition are published in it with p + landing, the others with
+            # landing: each a Bernoulli draw.
+            variance = bernoulli_variance(estimate, np.full(estimate.shape, float(self.n_rows)),
+                                          p + landing, landing) / p ** 2
+            results.append((estimate, np.sqrt(variance)))
+        return results
