@@ -21,6 +21,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ppdp.errors import PpdpError
+from ppdp.mechanisms.alphabeta import AlphaBeta, ViewSequence, fingerprint
 from ppdp.mechanisms.base import REQUIRED, Mechanism, get_mechanism
 from ppdp.release import Estimate, GroupedEstimate, Release
 from ppdp.table import Table
@@ -147,10 +148,11 @@ def publish(
                                                "(adult)")],
     mechanism: Annotated[str, typer.Option("--mechanism", "-m",
                                            help="mechanism name (see ppdp mechanisms)")],
-    sensitive: Annotated[str, typer.Option("--sensitive", "-s",
-                                           help="sensitive column(s), comma-separated")],
     output: Annotated[Path, typer.Option("--output", "-o",
                                          help="release directory to create")],
+    sensitive: Annotated[str | None, typer.Option(
+        "--sensitive", "-s", help="sensitive column(s), comma-separated (alphabeta and frapp "
+                                  "treat every column as an attribute of the tuple)")] = None,
     qi: Annotated[str | None, typer.Option(
         "--qi", help="quasi-identifier columns, comma-separated (default: every "
                      "non-sensitive column; others are left out)")] = None,
@@ -163,6 +165,9 @@ def publish(
         "--sep", help="CSV field separator (default: detected)")] = None,
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace an existing release directory")] = False,
+    state_dir: Annotated[Path | None, typer.Option(
+        "--state-dir", help="alphabeta: where the private state of the views of a table is "
+                            "kept (default: .ppdp-state beside the release)")] = None,
 ) -> None:
     """Publish a table with a mechanism and save the release to a directory.
 
@@ -175,6 +180,12 @@ def publish(
       ppdp publish adult -m splu -s occupation -p gamma=5 -o adult-splu
       ppdp publish visits.csv -m anatomy -s disease --qi age,sex -p l=4 -o rel
       ppdp publish data.parquet -m dbr -s diagnosis --drop-missing -o rel
+      ppdp publish adult -m alphabeta -p k=10 -p gamma=0.2 -o view1
+
+    alphabeta keeps, next to the release (in --state-dir), the private state
+    that later views of the same table need: publishing the same table again
+    with alphabeta continues with Algorithm 4 (view 2, 3, ... up to v), with
+    the same parameters. Keep that state private and do not delete it.
     """
     mechanism_class = get_mechanism(mechanism)
     instance = mechanism_class.from_params(_parse_params(param))
@@ -186,10 +197,30 @@ def publish(
         table = _load_source(source, sensitive=sensitive, qi=qi, drop_missing=drop_missing,
                              sep=sep)
         status.update(f"publishing {table.n_rows:,} rows with {mechanism_class.name}")
-        release = instance.publish(table, random_state=seed)
+        views = None
+        if isinstance(instance, AlphaBeta):
+            views, state = _view_sequence(instance, table, output, state_dir)
+            release = views.publish(random_state=seed)
+        else:
+            release = instance.publish(table, random_state=seed)
         status.update(f"writing {output}")
         target = release.save(output, overwrite=overwrite)
+        if views is not None:
+            views.save_state(state)
     _print_publish_summary(release, instance, table, target, seeded=seed is not None)
+    if views is not None:
+        _out().print(f"view {views.published} of at most v = {instance.v} of this table "
+                     f"(Algorithm 4 after the first); private state kept in {state}")
+
+
+def _view_sequence(mechanism: AlphaBeta, table: Table, output: Path,
+                   state_dir: Path | None) -> tuple[ViewSequence, Path]:
+    """The views of this table so far (from its private state), and where that state lives."""
+    root = state_dir if state_dir is not None else output.resolve().parent / ".ppdp-state"
+    state = root / f"alphabeta-{fingerprint(table)[:20]}"
+    if (state / "state.json").is_file():
+        return ViewSequence.load_state(state, mechanism, table), state
+    return mechanism.views(table), state
 
 
 def _print_publish_summary(release: Release, mechanism: Mechanism, table: Table, target: Path,
