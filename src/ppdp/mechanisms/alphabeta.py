@@ -136,16 +136,20 @@ class TupleDomain:
         parts = np.unravel_index(keys, self.shape)
         return {c: p.astype(schema[c].dtype) for c, p in zip(self.columns, parts, strict=True)}
 
-    def sample(self, count: int, excluded: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """``count`` distinct uniform tuples of D outside the sorted key array ``excluded``
-        (Algorithm 2, steps 3-9): drawn an attribute at a time, in vectorised batches."""
+    def sample(self, count: int, excluded: np.ndarray, rng: np.random.Generator,
+               source: Sequence[np.ndarray] | None = None) -> np.ndarray:
+        """``count`` distinct tuples of D outside the sorted key array ``excluded``, drawn an
+        attribute at a time in vectorised batches: uniform (Algorithm 2, steps 3-9) or from the
+        per-attribute ``source`` distributions (Algorithm 5, steps 4-10)."""
         accepted = np.empty(0, dtype=np.int64)
         while len(accepted) < count:
             wanted = count - len(accepted)
             batch = wanted + wanted // 8 + 64
             draws = np.zeros(batch, dtype=np.int64)
-            for size in self.shape:
-                draws = draws * size + rng.integers(0, size, size=batch)
+            for axis, size in enumerate(self.shape):
+                values = (rng.integers(0, size, size=batch) if source is None
+                          else rng.choice(size, size=batch, p=source[axis]))
+                draws = draws * size + values
             # Keep first occurrences in draw order, so that the accepted set is a uniform
             # sample without replacement.
             _, first = np.unique(draws, return_index=True)
@@ -223,6 +227,10 @@ class AlphaBeta(Mechanism):
         Parameter("beta", float, "explicit beta (with alpha)", default=None),
         Parameter("v", int, "bound on the number of views of the same table (Algorithm 4)",
                   default=1),
+        Parameter("noise", str, "'uniform' (Algorithm 2) or 'marginal': tuples inserted with "
+                                "probability proportional to the table's smoothed attribute "
+                                "marginals, beta for the most likely (Algorithm 5)",
+                  default="uniform"),
     )
     guarantee_uses_table = True
     guarantee_parameters = (
@@ -233,7 +241,8 @@ class AlphaBeta(Mechanism):
     )
 
     def __init__(self, *, k: float | None = None, gamma: float | None = None,
-                 alpha: float | None = None, beta: float | None = None, v: int = 1) -> None:
+                 alpha: float | None = None, beta: float | None = None, v: int = 1,
+                 noise: str = "uniform") -> None:
         explicit = alpha is not None or beta is not None
         if explicit and (alpha is None or beta is None):
             raise ValueError("give both alpha and beta, or neither (then k and gamma)")
@@ -252,7 +261,12 @@ class AlphaBeta(Mechanism):
                 raise ValueError(f"alpha + beta is a probability; got {alpha + beta:g} > 1")
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"v (number of views) must be an integer >= 1, got {v!r}")
+        if noise not in ("uniform", "marginal"):
+            raise ValueError(f"noise must be 'uniform' or 'marginal', got {noise!r}")
+        if noise == "marginal" and v > 1:
+            raise ValueError("non-uniform noise (Algorithm 5) is for a single view: use v = 1")
         self.k, self.gamma, self.alpha, self.beta, self.v = k, gamma, alpha, beta, v
+        self.noise = noise
 
     def probabilities(self, n: int, m: int) -> tuple[float, float, float | None]:
         """alpha, beta and d for a table of n rows over a domain of m tuples, checked against
@@ -337,20 +351,38 @@ class ViewSequence:
         # Per-row keep probability: (A + B/c) for tuples seen before, (A' + C/c) otherwise.
         base = np.where(in_earlier, rates.seen, rates.unseen)
         extra = np.where(in_earlier, rates.earlier, rates.other)
+        source = None
+        if self.mechanism.noise == "marginal":
+            source = source_distribution(self.table, self.domain)
+            scale = source_scale(self.beta, source)
+            extra = scale * tuple_probability(tuples, self.domain, source)
         keep = rng.random(self.table.n_rows) < (base + extra / multiplicity)[row_tuple]
         kept_keys = keys[keep]
         excluded = _sorted_unique(np.concatenate([tuples, self.earlier]))
         # Tuples of V' - I, each with probability B; other tuples of D by Algorithm 2 with C.
         earlier_only = self.earlier[~_contains(tuples, self.earlier)]
         repeated = earlier_only[rng.random(len(earlier_only)) < rates.earlier]
-        count = int(rng.binomial(self.domain.size - len(excluded), rates.other))
-        noise = self.domain.sample(count, excluded, rng)
+        outside = self.domain.size - len(excluded)
+        if source is None:
+            count = int(rng.binomial(outside, rates.other))
+        else:
+            # Algorithm 5, step 1: the number inserted follows Binomial(m - n, mean beta(t) over
+            # D - I); the beta(t) of D - I sum to scale (1 - source(I)).
+            mean = scale * (1 - float(np.sum(
+                tuple_probability(tuples, self.domain, source)))) / outside
+            count = int(rng.binomial(outside, mean))
+        noise = self.domain.sample(count, excluded, rng, source)
         view_keys = np.concatenate([kept_keys, repeated, noise])
         view_keys = view_keys[shuffled_positions(len(view_keys), rng)]
         schema = self.table.schema.select(self.domain.columns)
+        parameters: dict[str, Any] = {
+            "alpha": self.alpha, "beta": self.beta, "k": self.mechanism.k,
+            "gamma": self.mechanism.gamma, "d": self.d, "v": v, "view": view}
+        if source is not None:
+            parameters["source"] = {c: [float(x) for x in p]
+                                    for c, p in zip(self.domain.columns, source, strict=True)}
         release = AlphaBetaRelease(
-            schema, {"alpha": self.alpha, "beta": self.beta, "k": self.mechanism.k,
-                     "gamma": self.mechanism.gamma, "d": self.d, "v": v, "view": view},
+            schema, parameters,
             len(view_keys), self.domain.codes(view_keys, schema),
             earlier=self.domain.codes(self.earlier, schema))
         self.earlier = _sorted_unique(np.concatenate([self.earlier, view_keys]))
@@ -405,6 +437,34 @@ def fingerprint(table: Table) -> str:
     for column in table.schema.names:
         digest.update(np.ascontiguousarray(table.codes[column]).tobytes())
     return digest.hexdigest()
+
+
+def source_distribution(table: Table, domain: TupleDomain) -> list[np.ndarray]:
+    """Each attribute's marginal with add-one smoothing, so that every tuple of D can be
+    inserted (Algorithm 5's attribute-independent source distribution)."""
+    return [(np.bincount(table.codes[c], minlength=size) + 1) / (table.n_rows + size)
+            for c, size in zip(domain.columns, domain.shape, strict=True)]
+
+
+def source_scale(beta: float, source: Sequence[np.ndarray]) -> float:
+    """beta(t) = scale source(t): the most likely tuple gets beta, the others less.
+
+    Algorithm 5 makes beta(t) proportional to source(t) but does not fix the constant. An
+    adversary whose prior is shaped like the source has prior d on the most likely tuple and
+    less on the others; Theorem 4.3 then needs beta(t) >= d(t)/gamma tuple by tuple, which
+    ``beta max source / max source`` meets with beta = d/gamma: the same privacy as uniform
+    noise with fewer inserted tuples."""
+    return beta / math.prod(float(p.max()) for p in source)
+
+
+def tuple_probability(keys: np.ndarray, domain: TupleDomain,
+                      source: Sequence[np.ndarray]) -> np.ndarray:
+    """source(t) = p(t.A_1) .. p(t.A_l) for tuples given by their keys."""
+    parts = np.unravel_index(keys, domain.shape)
+    result = np.ones(len(keys))
+    for part, probabilities in zip(parts, source, strict=True):
+        result = result * probabilities[part]
+    return result
 
 
 @dataclass(frozen=True)
@@ -486,9 +546,18 @@ class AlphaBetaRelease(Release):
                                dtype=float)
         # Tuples outside V': kept at A' + C (rows of I), inserted at C (the rest of D - V').
         outside = n_domain - n_earlier
-        estimate = (unseen - rates.other * outside) / rates.unseen
-        variance = bernoulli_variance(estimate, outside, rates.unseen + rates.other,
-                                       rates.other) / rates.unseen ** 2
+        other = rates.other
+        if "source" in self.parameters:
+            # Algorithm 5: beta n_D becomes the sum of beta(t) = scale source(t) over Q(D),
+            # which is scale times the source probability of the condition.
+            source = {c: np.asarray(p) for c, p in self.parameters["source"].items()}
+            inserted = source_scale(self.rates.other, list(source.values())) * count_domain(
+                query.predicate, self.schema.sizes(), dims, weights=source)
+            other = np.divide(inserted, outside, out=np.zeros_like(inserted),
+                              where=outside > 0)
+        estimate = (unseen - other * outside) / rates.unseen
+        variance = bernoulli_variance(estimate, outside, rates.unseen + other,
+                                      other) / rates.unseen ** 2
         if self.parameters.get("view", 1) > 1:
             # Tuples of V': kept at A + B (rows of I), repeated at B (the rest of V').
             part = (seen - rates.earlier * n_earlier) / rates.seen
