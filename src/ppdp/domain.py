@@ -67,6 +67,9 @@ class _Counter:
         self.sizes = sizes
         self.weights = weights
         for column, vector in weights.items():
+            if column not in sizes:
+                raise ValueError(f"weights given for {column!r}, which is not an attribute of "
+                                 f"the domain")
             if vector.shape != (sizes[column],):
                 raise ValueError(f"weights of {column!r} need {sizes[column]} entries, got "
                                  f"{vector.shape}")
@@ -132,9 +135,11 @@ class _Counter:
             kept = tuple(d for d in dims if d in part.columns)
             counts = self.count(part, kept)
             # count() already weighs each kept dim by its key's weight, and result does too.
-            counts = counts / self._dim_weights(kept)
+            own = self._dim_weights(kept)
+            # A key of weight 0 counts 0 whatever the quotient; avoid dividing by it.
+            counts = np.divide(counts, own, out=np.zeros_like(counts), where=own != 0)
             result = result * _expand(counts, kept, dims)
-        return np.nan_to_num(result)
+        return result
 
     def _enumerate(self, predicate: Predicate, dims: tuple[str, ...]) -> np.ndarray:
         """Brute force over the product of the mentioned attributes' domains (broadcast)."""
