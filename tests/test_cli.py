@@ -175,6 +175,27 @@ def test_guarantee_uniform_and_sdr() -> None:
           "rho2=0.2", match="raise rho1")
 
 
+def test_guarantee_alphabeta_and_frapp() -> None:
+    n, m = 30162, 648023040
+    data = json.loads(ok("guarantee", "alphabeta", "-p", "k=10", "-p", "gamma=0.2", "-p",
+                         f"n={n}", "-p", f"m={m}", "--json"))
+    # Section 4.2: d = k n/m, beta = d/gamma, alpha + beta = 1/2.
+    assert data["d"] == pytest.approx(10 * n / m)
+    assert data["beta"] == pytest.approx(10 * n / m / 0.2)
+    assert data["alpha"] + data["beta"] == pytest.approx(0.5)
+    assert data["expected_view_size"] == pytest.approx(data["alpha"] * n + data["beta"] * m)
+    on_table = json.loads(ok("guarantee", "alphabeta", "adult", "-p", "k=10", "-p",
+                             "gamma=0.2", "--json"))
+    assert on_table["n"] == n and on_table["m"] == m
+    fails("guarantee", "alphabeta", "-p", "alpha=0.4", "-p", "beta=0.00001", "-p", "k=10",
+          "-p", "gamma=0.2", "-p", f"n={n}", "-p", f"m={m}", match="raise beta")
+    fails("guarantee", "alphabeta", "-p", "k=10", match="gamma")
+    frapp = json.loads(ok("guarantee", "frapp", "adult", "-p", "k=10", "-p", "gamma=0.2",
+                          "--json"))
+    # About gamma / (k (1 - gamma)) = 0.025 (see ppdp.mechanisms.frapp).
+    assert 0.02 < frapp["retention"] < 0.025
+
+
 def test_mechanisms_listing() -> None:
     text = ok("mechanisms")
     for name in Mechanism.registry:
