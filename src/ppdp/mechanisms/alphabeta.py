@@ -83,9 +83,10 @@ def privacy_parameters(*, k: float, gamma: float, n: int, m: int) -> tuple[float
 
 def theorem_4_3_violations(*, alpha: float, beta: float, d: float, gamma: float) -> list[str]:
     """The conditions of Theorem 4.3 that (alpha, beta) fail for (d, gamma)-privacy."""
-    failed = []
     if d > gamma:
-        failed.append(f"d <= gamma fails ({d:.4g} > {gamma:g})")
+        return [f"d <= gamma fails ({d:.4g} > {gamma:g}): the adversary's prior bound must not "
+                f"exceed the posterior bound; raise gamma above {d:.4g} or lower k"]
+    failed = []
     needed = d * (1 - gamma) / (gamma * (1 - d))
     if beta / (alpha + beta) < needed:
         failed.append(f"beta/(alpha + beta) >= d(1 - gamma)/(gamma(1 - d)) fails: "
@@ -431,11 +432,13 @@ STATE_FORMAT = "ppdp-alphabeta-views-1"
 
 
 def fingerprint(table: Table) -> str:
-    """A digest of a table's schema and rows, to recognise the same table again."""
-    digest = hashlib.sha256(json.dumps(table.schema.to_json(), sort_keys=True,
-                                       default=str).encode())
-    for column in table.schema.names:
-        digest.update(np.ascontiguousarray(table.codes[column]).tobytes())
+    """A digest of a table's tuples, to recognise the same data again: the published columns
+    with their domains and the multiset of rows, whatever the column roles and the row order
+    (alpha-beta ignores roles, and a reordered copy is the same instance)."""
+    domain = TupleDomain.of(table.schema)
+    columns = [[c, [str(v) for v in table.schema[c].domain]] for c in domain.columns]
+    digest = hashlib.sha256(json.dumps(columns).encode())
+    digest.update(np.sort(domain.keys(table.codes)).astype(np.int64).tobytes())
     return digest.hexdigest()
 
 
@@ -571,8 +574,12 @@ _SEEN = "\0seen"
 
 
 def bernoulli_variance(estimate: np.ndarray, total: np.ndarray, inside: Any,
-                        outside: Any) -> np.ndarray:
-    """Variance of a count of ``total`` candidate tuples, ``estimate`` of them (clipped to
-    [0, total]) present with probability ``inside`` and the rest with ``outside``."""
-    present = np.clip(estimate, 0, np.maximum(total, 0))
-    return present * inside * (1 - inside) + (total - present) * outside * (1 - outside)
+                       outside: Any) -> np.ndarray:
+    """Variance of a count over ``total`` candidate tuples when ``estimate`` rows of the table
+    are each present with probability ``inside`` and the other candidates with ``outside``.
+
+    ``estimate`` counts rows and ``total`` distinct tuples, so the first is not capped by the
+    second: the c rows of one tuple contribute c Bernoulli variances."""
+    present = np.maximum(estimate, 0)
+    others = np.maximum(total - present, 0)
+    return present * inside * (1 - inside) + others * outside * (1 - outside)
