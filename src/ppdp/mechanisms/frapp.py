@@ -38,7 +38,7 @@ from scipy.optimize import brentq
 
 from ppdp.domain import count_domain
 from ppdp.errors import InfeasibleError
-from ppdp.mechanisms.alphabeta import TupleDomain, bernoulli_variance
+from ppdp.mechanisms.alphabeta import AlphaBeta, TupleDomain, bernoulli_variance
 from ppdp.mechanisms.base import (
     Mechanism,
     Parameter,
@@ -111,12 +111,7 @@ class FRAPP(Mechanism):
         Parameter("gamma", float, "posterior bound gamma of (d, gamma)-privacy"),
     )
     guarantee_uses_table = True
-    guarantee_parameters = (
-        Parameter("n", int, "number of rows n (taken from the table when one is given)",
-                  default=None),
-        Parameter("m", int, "domain size m (taken from the table when one is given)",
-                  default=None),
-    )
+    guarantee_parameters = AlphaBeta.guarantee_parameters
 
     def __init__(self, *, k: float, gamma: float) -> None:
         require_positive("k", k)
