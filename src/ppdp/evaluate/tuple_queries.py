@@ -93,7 +93,7 @@ class Section5Result:
         return float(np.mean(self.frapp_error) / np.mean(self.alphabeta_error))
 
     def to_dict(self) -> dict[str, Any]:
-        return {**{k: v for k, v in vars(self).items()}, "ratio": self.ratio}
+        return {**vars(self), "ratio": self.ratio}
 
 
 def reproduce_section5(table: Table, output_dir: str | os.PathLike[str] | None = None, *,
