@@ -126,7 +126,7 @@ def require_positive(name: str, value: Any) -> float:
 
 def require_open_unit(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
-        raise ValueError(f"{name} must satisfy 0 < {name} < 1, got {value!r}")
+        raise ValueError(f"{name} must be in the open interval (0, 1), got {value!r}")
     return float(value)
 
 

@@ -32,39 +32,39 @@ import numpy as np
 import pyarrow as pa
 
 from ppdp.errors import InfeasibleError, SchemaError
-from ppdp.mechanisms.base import Mechanism, Parameter, require_sensitive, shuffled_positions
+from ppdp.mechanisms.base import (
+    Mechanism,
+    Parameter,
+    require_open_unit,
+    require_sensitive,
+    shuffled_positions,
+)
 from ppdp.query import MAX_CUBE_CELLS, BoundQuery, Cube, Predicate, count_histogram, split
 from ppdp.randomness import RandomState, make_rng
 from ppdp.release import Release, rows_from_arrow, rows_to_arrow
 from ppdp.table import Role, Schema, Table
 
 SUBTABLE_COLUMN = "subtable"
-_CHUNK = 1 << 20
 """The published sub-table of each row, and the key of the sub-table domain file."""
+_CHUNK = 1 << 20
 
 # -- the paper's formulas --------------------------------------------------------------------
 
 
 def check_privacy(rho1: float, rho2: float) -> tuple[float, float]:
     """Validate a (rho1, rho2)-privacy requirement: 0 < rho1 < rho2 < 1 (Section 3.2)."""
-    for name, value in (("rho1", rho1), ("rho2", rho2)):
-        if isinstance(value, bool) or not isinstance(value, int | float) \
-                or not math.isfinite(value) or not 0 < value < 1:
-            raise ValueError(f"{name} must be a probability with 0 < {name} < 1, got {value!r}")
+    rho1, rho2 = require_open_unit("rho1", rho1), require_open_unit("rho2", rho2)
     if rho1 >= rho2:
         raise ValueError(f"(rho1, rho2)-privacy needs rho1 < rho2 (the posterior bound must "
                          f"exceed the prior bound), got rho1 = {rho1:g} >= rho2 = {rho2:g}; "
                          f"lower rho1 below {rho2:g} or raise rho2 above {rho1:g}")
-    return float(rho1), float(rho2)
+    return rho1, rho2
 
 
 def check_delta(delta: float) -> float:
-    """Validate the confidence parameter delta of the error bound: 0 < delta < 1."""
-    if isinstance(delta, bool) or not isinstance(delta, int | float) \
-            or not math.isfinite(delta) or not 0 < delta < 1:
-        raise ValueError(f"delta (the error bound holds with probability 1 - delta) must satisfy "
-                         f"0 < delta < 1, got {delta!r}")
-    return float(delta)
+    """Validate the confidence parameter delta of the error bound (it holds with probability
+    1 - delta): 0 < delta < 1."""
+    return require_open_unit("delta", delta)
 
 
 def amplification_gamma(rho1: float | np.ndarray, rho2: float) -> Any:
