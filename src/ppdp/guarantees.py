@@ -346,6 +346,67 @@ def anatomy_guarantee(*, l: int) -> AnatomyGuarantee:  # noqa: E741 - the paper'
 
 
 @dataclass(frozen=True)
+class AmbiguityGuarantee:
+    """(alpha, beta)-privacy of an ambiguity scheme built by Algorithm 2 (ambiguity paper,
+    Definitions 4.1-4.3, Theorems 7.1-7.2)."""
+
+    alpha: float
+    beta: float
+    diversity: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict."""
+        return {
+            "mechanism": "ambiguity",
+            "alpha": self.alpha,
+            "beta": self.beta,
+            "group_size_at_least": self.diversity,
+            "statement": (f"alpha-presence: every covered tuple is present with probability at "
+                          f"most {self.alpha:g} (Theorem 5.1); beta-association: any "
+                          f"individual-value association has probability at most "
+                          f"{self.beta:g} (Theorem 5.2); each group holds "
+                          f">= {self.diversity} distinct sensitive values once each, so the "
+                          f"scheme is {self.diversity}-diverse (Theorems 7.1-7.2)"),
+        }
+
+
+def ambiguity_guarantee(*, alpha: float, beta: float) -> AmbiguityGuarantee:
+    """The (alpha, beta)-privacy of ambiguity, with the ceil(1/beta)-diversity of Theorem 7.2.
+
+    ``alpha`` bounds presence |G| / prod_i |G_ATi| (Theorem 5.1), ``beta`` association
+    c / |G| (Theorem 5.2); both in (0, 1].
+    """
+    from ppdp.mechanisms.ambiguity_groups import association_group_size
+    from ppdp.mechanisms.base import require_unit_interval
+
+    alpha, beta = require_unit_interval("alpha", alpha), require_unit_interval("beta", beta)
+    return AmbiguityGuarantee(alpha=alpha, beta=beta, diversity=association_group_size(beta))
+
+
+@dataclass(frozen=True)
+class GeneralizationGuarantee:
+    """k-anonymity and distinct l-diversity of a generalized table (Mondrian, LeFevre et al.
+    2006; l-diversity, Machanavajjhala et al. 2006)."""
+
+    k: int
+    l: int  # noqa: E741 - the usual symbol
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict."""
+        statement = (f"k-anonymity with k = {self.k}: every combination of generalized "
+                     f"quasi-identifiers is shared by at least {self.k} rows")
+        if self.l > 1:
+            statement += (f"; distinct l-diversity with l = {self.l}: each such class holds at "
+                          f"least {self.l} distinct sensitive values")
+        return {"mechanism": "mondrian", "k": self.k, "l": self.l, "statement": statement}
+
+
+def mondrian_guarantee(*, k: int, l: int = 1) -> GeneralizationGuarantee:  # noqa: E741
+    """Mondrian's k-anonymity (k >= 1) and, for l >= 2, distinct l-diversity."""
+    return GeneralizationGuarantee(k=_check_int("k", k, 1), l=_check_int("l (diversity)", l, 1))
+
+
+@dataclass(frozen=True)
 class LaplaceGuarantee:
     """ε-differential privacy of each count answered with discrete Laplace noise of scale b.
 

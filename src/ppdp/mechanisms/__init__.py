@@ -1,6 +1,7 @@
 """Mechanisms, one module per paper family; ``Mechanism.registry`` maps names to classes."""
 
 from ppdp.mechanisms.alphabeta import AlphaBeta, AlphaBetaRelease, ViewSequence
+from ppdp.mechanisms.ambiguity import Ambiguity, AmbiguityRelease
 from ppdp.mechanisms.anatomy import Anatomy, AnatomyRelease
 from ppdp.mechanisms.base import Mechanism, Parameter, get_mechanism
 from ppdp.mechanisms.dbr import DBR, DbrRelease
@@ -15,6 +16,8 @@ __all__ = [
     "FRAPP",
     "AlphaBeta",
     "AlphaBetaRelease",
+    "Ambiguity",
+    "AmbiguityRelease",
     "Anatomy",
     "AnatomyRelease",
     "DbrRelease",

@@ -130,6 +130,13 @@ def require_open_unit(name: str, value: Any) -> float:
     return float(value)
 
 
+def require_unit_interval(name: str, value: Any) -> float:
+    """A probability bound: 0 < value <= 1 (1 means no constraint)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise ValueError(f"{name} must be in the interval (0, 1], got {value!r}")
+    return float(value)
+
+
 def publish_rows(table: Table, rng: np.random.Generator,
                  redraw: Callable[[str, np.ndarray], np.ndarray]
                  ) -> tuple[Schema, dict[str, np.ndarray]]:
