@@ -7,6 +7,7 @@ Every expected failure (a ppdp error, a bad value, a missing or existing file) e
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -168,6 +169,9 @@ def publish(
     state_dir: Annotated[Path | None, typer.Option(
         "--state-dir", help="alphabeta: where the private state of the views of a table is "
                             "kept (default: .ppdp-state beside the release)")] = None,
+    hierarchies: Annotated[Path | None, typer.Option(
+        "--hierarchies", help="mondrian: folder of ARX hierarchy files "
+                              "(*hierarchy_<column>.csv, lines leaf;level1;...;*)")] = None,
 ) -> None:
     """Publish a table with a mechanism and save the release to a directory.
 
@@ -181,6 +185,8 @@ def publish(
       ppdp publish visits.csv -m anatomy -s disease --qi age,sex -p l=4 -o rel
       ppdp publish data.parquet -m dbr -s diagnosis --drop-missing -o rel
       ppdp publish adult -m alphabeta -p k=10 -p gamma=0.2 -o view1
+      ppdp publish adult -m ambiguity -s occupation -p alpha=0.1 -p beta=0.2 -o amb
+      ppdp publish adult -m mondrian -s occupation -p k=10 -p l=5 --hierarchies H -o gen
 
     alphabeta keeps, next to the release (in --state-dir), the private state
     that later views of the same table need: publishing the same table again
@@ -189,6 +195,8 @@ def publish(
     """
     mechanism_class = get_mechanism(mechanism)
     instance = mechanism_class.from_params(_parse_params(param))
+    if hierarchies is not None:
+        instance = _with_hierarchies(instance, hierarchies)
     if output.exists() and not overwrite:
         raise FileExistsError(f"{output} already exists; choose another directory or pass "
                               f"--overwrite")
@@ -211,6 +219,16 @@ def publish(
     if views is not None:
         _out().print(f"view {views.published} of at most v = {instance.v} of this table "
                      f"(Algorithm 4 after the first); private state kept in {state}")
+
+
+def _with_hierarchies(instance: Mechanism, folder: Path) -> Mechanism:
+    """The same mechanism, generalizing by the hierarchies of ``folder`` (mondrian only)."""
+    from ppdp.hierarchy import read_hierarchies
+
+    if "hierarchies" not in inspect.signature(type(instance)).parameters:
+        raise ValueError(f"--hierarchies applies to mondrian, not {instance.name}")
+    return type(instance)(**instance.parameter_values,  # type: ignore[call-arg]
+                          hierarchies=read_hierarchies(folder))
 
 
 def _view_sequence(mechanism: AlphaBeta, table: Table, output: Path,
@@ -401,9 +419,9 @@ def guarantee(
         _print_guarantee(data)
 
 
-def _print_guarantee(data: Mapping[str, Any]) -> None:
+def _print_guarantee(data: Mapping[str, Any], title: str = "guarantee") -> None:
     console = _out()
-    table = RichTable(title=f"guarantee of {data.get('mechanism', '')}")
+    table = RichTable(title=f"{title} of {data.get('mechanism', '')}")
     table.add_column("quantity")
     table.add_column("value")
     for key, value in data.items():
@@ -455,6 +473,74 @@ def _print_splu_guarantee(data: Mapping[str, Any]) -> None:
         for item in data["privacy_by_count"]:
             counts.add_row(str(item["f"]), f"{item['probability']:.4f}")
         console.print(counts)
+
+
+# -- risk --------------------------------------------------------------------------------------
+
+
+@app.command()
+@_handle_errors
+def risk(
+    release_dir: Annotated[Path, typer.Argument(help="release directory (ambiguity or "
+                                                     "mondrian)")],
+    source: Annotated[str | None, typer.Argument(
+        help="ambiguity: the source table, for the risk of every source tuple")] = None,
+    per_tuple: Annotated[Path | None, typer.Option(
+        "--per-tuple", help="write every source row's measures to this CSV or Parquet "
+                            "file")] = None,
+    drop_missing: Annotated[bool, typer.Option(
+        "--drop-missing", help="drop source rows with missing values instead of failing")
+    ] = False,
+    sep: Annotated[str | None, typer.Option(
+        "--sep", help="CSV field separator of SOURCE (default: detected)")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Measure what a release discloses.
+
+    Ambiguity: the presence probability of the tuples each group covers
+    (Theorem 5.1) and every association probability (Theorem 5.2), against
+    the release's alpha and beta. With SOURCE, also every source tuple's
+    measures through all the groups that cover it (--per-tuple writes them).
+    Mondrian: k, distinct l and the normalized certainty penalty (NCP).
+
+    Examples:
+
+      ppdp risk amb
+      ppdp risk amb adult --per-tuple amb-risk.csv
+      ppdp risk gen --json
+    """
+    from ppdp.io import write_table
+    from ppdp.release import load_release
+    from ppdp.risk import release_risk, tuple_risk
+
+    release = load_release(release_dir)
+    data = release_risk(release)
+    if source is not None or per_tuple is not None:
+        if data["mechanism"] != "ambiguity" or source is None:
+            raise ValueError("SOURCE (and --per-tuple) apply to ambiguity releases, and "
+                             "--per-tuple needs SOURCE")
+        table = _load_source(source, drop_missing=drop_missing, sep=sep)
+        rows = tuple_risk(release, table)  # type: ignore[arg-type]
+        presence = rows.column("presence").to_numpy()
+        presence_any = rows.column("presence_any").to_numpy()
+        covering = rows.column("covering_groups").to_numpy()
+        data.update({
+            "source_rows": table.n_rows,
+            "uncovered_rows": int(np.count_nonzero(covering == 0)),
+            "covering_groups_mean": float(covering.mean()),
+            "tuple_presence_max": float(presence.max()),
+            "tuple_presence_any_mean": float(presence_any.mean()),
+            "tuple_presence_any_max": float(presence_any.max()),
+            "tuple_association_max": float(rows.column("association").to_numpy().max()),
+        })
+        if per_tuple is not None:
+            write_table(rows, per_tuple)
+    if json_output:
+        _echo_json(data)
+        return
+    _print_guarantee(data, title="measured risk")
+    if per_tuple is not None:
+        _out().print(Text(f"wrote {per_tuple}"))
 
 
 # -- mechanisms --------------------------------------------------------------------------------

@@ -12,12 +12,14 @@ import csv
 import io
 import logging
 import os
+import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from ppdp.errors import MissingValuesError, SchemaError
 from ppdp.table import Table, table_from_arrow, unknown_column_message
@@ -106,7 +108,6 @@ def _check_columns(keep: Sequence[str], available: Sequence[str]) -> None:
 
 
 def _read_parquet(path: Path, keep: list[str] | None) -> pa.Table:
-    import pyarrow.parquet as pq
 
     try:
         names = pq.read_schema(path).names
@@ -277,3 +278,33 @@ def _handle_missing(data: pa.Table, missing: str) -> tuple[pa.Table, int]:
     logger.info("dropped %d of %d rows with missing values (in %s)", dropped, data.num_rows,
                 ", ".join(counts))
     return kept, dropped
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write bytes to a temporary file beside ``path``, then rename it into place: a failed
+    write leaves the previous file (or none) behind, never a partial one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        with open(temporary, "xb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_table(data: pa.Table, path: str | os.PathLike[str]) -> Path:
+    """Write an Arrow table as Parquet (``.parquet``) or CSV (any other suffix), atomically."""
+    import pyarrow.csv as pa_csv
+
+    sink = pa.BufferOutputStream()
+    if Path(path).suffix.lower() == ".parquet":
+        pq.write_table(data, sink, compression="zstd")
+    else:
+        pa_csv.write_csv(data, sink)
+    return write_atomic(path, sink.getvalue().to_pybytes())

@@ -15,7 +15,6 @@ import io
 import json
 import math
 import os
-import secrets
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -27,6 +26,7 @@ import numpy as np
 
 from ppdp.evaluate.metrics import average_relative_error
 from ppdp.evaluate.workloads import QueryPool, splu_pools
+from ppdp.io import write_atomic
 from ppdp.mechanisms import (
     DBR,
     Anatomy,
@@ -100,7 +100,7 @@ class DemoResult:
     def to_json(self, path: str | os.PathLike[str]) -> Path:
         """Write ``to_dict()`` as JSON (atomically)."""
         text = json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
-        return _write_atomic(Path(path), text.encode())
+        return write_atomic(Path(path), text.encode())
 
     def to_csv(self, path: str | os.PathLike[str]) -> Path:
         """Write one line per mechanism as CSV (atomically); parameters as ``key=value;..``."""
@@ -116,7 +116,7 @@ class DemoResult:
                 f"{row.publish_seconds:.4f}", f"{row.estimate_seconds:.4f}",
                 "" if row.coverage is None else _number(row.coverage),
             ])
-        return _write_atomic(Path(path), buffer.getvalue().encode())
+        return write_atomic(Path(path), buffer.getvalue().encode())
 
 
 DEFAULT_RHO1 = 1 / 13
@@ -233,7 +233,7 @@ def plot_errors(result: DemoResult, path: str | os.PathLike[str]) -> Path:
     axes.grid(axis="y", which="major", alpha=0.3)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=120)
-    return _write_atomic(Path(path), buffer.getvalue())
+    return write_atomic(Path(path), buffer.getvalue())
 
 
 def _average(pool: QueryPool, estimates: np.ndarray) -> float:
@@ -291,22 +291,6 @@ class _StepProgress:
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:
             self._progress.stop()
-
-
-def _write_atomic(path: Path, data: bytes) -> Path:
-    """Write to a temporary file beside ``path``, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        with open(temporary, "xb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    return path
 
 
 def _number(value: float) -> str:
