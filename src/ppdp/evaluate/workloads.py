@@ -11,6 +11,11 @@ pools by their true count: *small* counts (1 to 10) and *large* counts (selectiv
 The SDR pool (Appendix 10.9) draws 200 such conditions on the non-sensitive columns and asks
 each of them with every value of the sensitive column; its errors are reported over the queries
 whose selectivity reaches 0.1 %, 0.5 % or 1 % (Section 6.1).
+
+The ambiguity pools (ambiguity paper, Section 8.1) put range or IN-list conditions on k
+quasi-identifiers and ask for one sensitive value: ``A1 BETWEEN .. AND A2 IN (..) AND S = v``.
+Their *selectivity* is that of the quasi-identifier part (the rows of one GROUP BY cell of the
+paper's ``SELECT QT1.., COUNT(*) WHERE S = v GROUP BY QT1..``), drawn near 1 %, 5 % or 10 %.
 """
 
 from __future__ import annotations
@@ -25,12 +30,24 @@ import numpy as np
 from sqlglot.tokens import Tokenizer
 
 from ppdp.errors import SchemaError
-from ppdp.query import And, Col, Compare, Cube, Lit, Query, flat_key
+from ppdp.query import (
+    AllOf,
+    And,
+    Col,
+    ColumnSet,
+    Compare,
+    Cube,
+    Lit,
+    Query,
+    count_histogram,
+    flat_key,
+    parse_query,
+)
 from ppdp.randomness import RandomState, make_rng
 from ppdp.table import Table
 
-__all__ = ["SDR_SELECTIVITIES", "QueryPool", "format_condition", "quote_identifier",
-           "quote_literal", "sdr_pool", "splu_pools"]
+__all__ = ["AMBIGUITY_SELECTIVITIES", "SDR_SELECTIVITIES", "QueryPool", "format_condition",
+           "quote_identifier", "quote_literal", "range_pool", "sdr_pool", "splu_pools"]
 
 SMALL_MAX = 10
 """Largest true count of a small-count query (Section 6.1: "no more than 10")."""
@@ -40,6 +57,9 @@ LARGE_SELECTIVITY = (0.005, 0.05)
 
 SDR_SELECTIVITIES = (0.001, 0.005, 0.01)
 """Minimum selectivities s over which SDR reports average relative errors (Section 6.1)."""
+
+AMBIGUITY_SELECTIVITIES = (0.01, 0.05, 0.10)
+"""Selectivities of the quasi-identifier part of the ambiguity pools (Section 8.1)."""
 
 _BATCH = 50_000
 _MAX_CONDITIONS = 3
@@ -139,6 +159,95 @@ def sdr_pool(table: Table, *, sensitive: str | None = None, conditions: int = 20
     truth = counter.counts(rows).astype(np.float64)
     queries = tuple(_query(table, quasi, sensitive, row) for row in rows)
     return QueryPool("sdr", queries, truth)
+
+
+def range_pool(table: Table, *, selectivity: float, attributes: Sequence[int] = (1, 2, 3),
+               sensitive: str | None = None, size: int = 500,
+               random_state: RandomState = None, max_attempts: int = 100) -> QueryPool:
+    """Range / IN-list queries on ``k`` quasi-identifiers (k drawn from ``attributes``) with
+    one sensitive value, whose quasi-identifier part selects between ``selectivity / 2`` and
+    ``2 * selectivity`` of the rows (ambiguity paper, Section 8.1; see the module doc).
+
+    The conditions are drawn in turn, each keeping about an equal share of the rows the earlier
+    ones kept: a run of consecutive values for a numeric column, a random set of values (an IN
+    list) otherwise.
+    The sensitive value is uniform on the values present. Queries with a true count of 0 are
+    kept (filter them before taking relative errors).
+    """
+    if not 0 < selectivity < 1:
+        raise ValueError(f"selectivity must be in (0, 1), got {selectivity!r}")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"size must be a positive integer, got {size!r}")
+    sensitive = _sensitive_column(table, sensitive)
+    quasi = _quasi_columns(table, sensitive)
+    if not attributes or min(attributes) < 1 or max(attributes) > len(quasi):
+        raise ValueError(f"attributes must be between 1 and {len(quasi)} (the quasi-identifiers"
+                         f" besides {sensitive!r}), got {list(attributes)}")
+    rng = make_rng(random_state)
+    cube = table.cube
+    present = np.flatnonzero(cube.histogram((sensitive,)))
+    queries: list[Query] = []
+    truth: list[float] = []
+    for _ in range(size * max_attempts):
+        if len(queries) == size:
+            break
+        k = int(rng.choice(attributes))
+        columns = [str(c) for c in rng.choice(quasi, size=k, replace=False)]
+        # Conditions are drawn one after another on the rows the earlier ones keep, each
+        # keeping an equal share of what is left to reach the target.
+        rows = np.ones(table.n_rows, dtype=bool)
+        luts = {}
+        for left, column in zip(range(k, 0, -1), columns, strict=True):
+            kept = max(int(rows.sum()), 1)
+            keep = min(1.0, (selectivity * table.n_rows / kept) ** (1 / left))
+            codes = table.codes[column]
+            marginal = np.bincount(codes[rows], minlength=table.schema[column].size) / kept
+            luts[column] = _mass_run(marginal, keep, table.schema[column].kind != "string",
+                                     rng)
+            rows &= luts[column][codes]
+        share = rows.sum() / table.n_rows
+        if not selectivity / 2 <= share < 2 * selectivity:
+            continue
+        value = int(rng.choice(present))
+        sensitive_lut = np.zeros(table.schema[sensitive].size, dtype=bool)
+        sensitive_lut[value] = True
+        predicate = AllOf((*(ColumnSet(c, lut) for c, lut in luts.items()),
+                           ColumnSet(sensitive, sensitive_lut)))
+        truth.append(float(count_histogram(cube, predicate, ())))
+        text = " AND ".join([*(_range_text(table, c, lut) for c, lut in luts.items()),
+                             format_condition([(sensitive,
+                                                table.schema[sensitive].domain[value])])])
+        queries.append(parse_query(text))
+    if len(queries) < size:
+        warnings.warn(f"range pool at selectivity {selectivity:g}: only {len(queries)} of "
+                      f"{size} queries found in {size * max_attempts} attempts", stacklevel=2)
+    return QueryPool(f"selectivity {selectivity:g}, {'/'.join(map(str, attributes))} "
+                     f"attributes", tuple(queries), np.asarray(truth, dtype=np.float64))
+
+
+def _mass_run(marginal: np.ndarray, keep: float, ordered: bool,
+              rng: np.random.Generator) -> np.ndarray:
+    """Values of one column holding about ``keep`` of its rows: consecutive ones if
+    ``ordered``, else a random set (consecutive in a random order)."""
+    order = np.arange(len(marginal)) if ordered else rng.permutation(len(marginal))
+    mass = marginal[order]
+    end = np.cumsum(mass)
+    start = end - mass
+    low = rng.uniform(0.0, max(1.0 - keep, 0.0))
+    chosen = order[(end > low) & (start < low + keep)]
+    lut = np.zeros(len(marginal), dtype=bool)
+    lut[chosen] = True
+    return lut
+
+
+def _range_text(table: Table, column: str, lut: np.ndarray) -> str:
+    domain = table.schema[column].domain
+    codes = np.flatnonzero(lut)
+    name = quote_identifier(column)
+    if table.schema[column].kind != "string" and codes[-1] - codes[0] + 1 == len(codes):
+        return (f"{name} BETWEEN {quote_literal(domain[codes[0]])} AND "
+                f"{quote_literal(domain[codes[-1]])}")
+    return f"{name} IN ({', '.join(quote_literal(domain[c]) for c in codes)})"
 
 
 def _quasi_columns(table: Table, sensitive: str) -> list[str]:

@@ -129,21 +129,22 @@ class _Builder:
     # -- Step 0: can Algorithm 2 succeed at all? -------------------------------------------
 
     def check_feasible(self, beta: float, name: str, domain: Sequence[object] | None) -> None:
-        present = int(np.count_nonzero(self.remaining))
+        """Algorithm 2's necessary conditions: ``ceil(1/beta)`` distinct values, and room for
+        the most frequent value in distinct groups (``f_max * ceil(1/beta) <= N``)."""
         if self.n_rows == 0:
             raise InfeasibleError("the table has no rows")
+        present = int(np.count_nonzero(self.remaining))
+        top = int(np.argmax(self.remaining))
+        frequency = int(self.remaining[top])
+        largest = min(present, self.n_rows // frequency)
+        advice = (f"the smallest feasible beta is 1/{largest} = {1 / largest:.4g}"
+                  if largest >= 1 else "no beta is feasible")
         if present < self.size:
             raise InfeasibleError(
                 f"beta={beta:g} needs groups of {self.size} distinct values of {name!r}, but "
-                f"it takes only {present} distinct values; the smallest feasible beta is "
-                f"1/{present} = {1 / present:.4g}")
-        top = int(np.argmax(self.remaining))
-        frequency = int(self.remaining[top])
+                f"it takes only {present} distinct values; {advice}")
         if frequency * self.size > self.n_rows:
             shown = domain[top] if domain is not None else top
-            feasible = self.n_rows // frequency
-            advice = (f"the smallest feasible beta is 1/{feasible} = {1 / feasible:.4g}"
-                      if feasible >= 1 else "no beta < 1 is feasible")
             raise InfeasibleError(
                 f"beta={beta:g} is infeasible for {name!r}: its value {shown!r} occurs "
                 f"{frequency} times in {self.n_rows} rows, and each group of at least "
@@ -154,24 +155,50 @@ class _Builder:
     # -- Step 2: safe groups, a batch of lanes at a time -----------------------------------
 
     def build_safe_groups(self) -> None:
+        """Batches of groups until fewer than ``ceil(1/beta)`` buckets are left.
+
+        A group may need more than ``ceil(1/beta)`` rows to reach alpha, so a batch reserves
+        ``per_group`` rows for each of its groups: at least the mean size of the groups built
+        so far. Groups of a batch that still cannot reach alpha give their rows back and the
+        reserve grows by one; once no batch fits that reserve, the last batches reserve
+        ``ceil(1/beta)`` only and the rows of their failed groups go to the residue (Step 3).
+        """
+        per_group = self.size
         while True:
-            lanes = self._batch_lanes()
-            if lanes == 0:
-                lanes = min(self._batch_lanes(self.size), 1)
+            lanes = self._batch_lanes(per_group)
+            final = lanes == 0
+            if final:
+                lanes = self._batch_lanes(self.size)
             if lanes == 0:
                 return
-            self._build_batch(lanes)
-
-    def _batch_lanes(self, per_group: int | None = None) -> int:
-        """The most groups a batch can start: each needs ``size`` distinct non-empty buckets,
-        and a bucket gives a batch at most one row per group."""
-        # Groups may grow beyond ``size`` to reach alpha; a batch leaves room for as many rows
-        # per group as the groups built so far took on average, so its last groups can grow.
-        if per_group is None:
+            failed = self._build_batch(lanes)
+            if len(failed) and final:
+                self.unplaced.append(failed)
+            elif len(failed):
+                self._return_to_queues(failed)
+                per_group += 1
             grouped = int(np.count_nonzero(self.group_of_rows >= 0))
-            per_group = max(self.size, math.ceil(grouped / self.n_groups)) if self.n_groups \
-                else self.size
+            if self.n_groups:
+                per_group = max(per_group, math.ceil(grouped / self.n_groups))
 
+    def _return_to_queues(self, rows: np.ndarray) -> None:
+        """Put rows taken by failed groups back at the head of their buckets' queues."""
+        returned = np.zeros(self.n_rows, dtype=bool)
+        returned[rows] = True
+        buckets = self.sensitive[self.pool]
+        position = np.arange(self.n_rows)
+        consumed = position < (self.bucket_start + self.taken)[buckets]
+        # Within each bucket's consumed prefix, the returned rows move to its end.
+        slots = position[consumed]
+        key = buckets[consumed] * 2 + returned[self.pool[consumed]]
+        self.pool[slots] = self.pool[slots[np.argsort(key, kind="stable")]]
+        back = np.bincount(self.sensitive[rows], minlength=self.sensitive_size)
+        self.taken -= back
+        self.remaining += back
+
+    def _batch_lanes(self, per_group: int) -> int:
+        """The most groups a batch can start with ``per_group`` rows each from distinct
+        buckets (a bucket gives a batch at most one row per group)."""
         def spare(lanes: int) -> int:
             return int(np.minimum(self.remaining, lanes).sum()) - lanes * per_group
 
@@ -184,7 +211,8 @@ class _Builder:
                 high = middle - 1
         return low
 
-    def _build_batch(self, n_lanes: int) -> None:
+    def _build_batch(self, n_lanes: int) -> np.ndarray:
+        """Build ``n_lanes`` groups side by side; the rows of those that fail are returned."""
         plan = self._deal_buckets(n_lanes)
         state = _Lanes(n_lanes, self.n_attributes, self.n_values, self.sensitive_size,
                        self.size)
@@ -211,13 +239,12 @@ class _Builder:
             needing = needing[presence > self.alpha]
         ok = ~failed
         ids = self.n_groups + np.cumsum(ok) - 1
-        for slot in range(state.members.shape[1]):
-            filled = slot < state.count
-            rows = state.members[filled, slot]
-            self.group_of_rows[rows] = np.where(ok[filled], ids[filled], -1)
-            if failed.any():
-                self.unplaced.append(rows[~ok[filled]])
+        filled = np.arange(state.members.shape[1])[None, :] < state.count[:, None]
+        rows = state.members[filled]
+        lane = np.broadcast_to(np.arange(n_lanes)[:, None], filled.shape)[filled]
+        self.group_of_rows[rows] = np.where(ok[lane], ids[lane], -1)
         self.n_groups += int(ok.sum())
+        return rows[failed[lane]]
 
     def _deal_buckets(self, n_lanes: int) -> np.ndarray:
         """``plan[step, lane]``: the bucket each group picks from at each of ``size`` steps."""
