@@ -46,7 +46,9 @@ def ambiguity_summary(release: AmbiguityRelease) -> dict[str, Any]:
     association = release.association()
     sizes = release.group_sizes()
     diversity = np.bincount(release.st[0], minlength=release.n_groups)
-    alpha, beta = float(release.parameters["alpha"]), float(release.parameters["beta"])
+    # A scheme built from another partition (Theorem 6.1) has no alpha or beta to meet.
+    alpha = float(release.parameters.get("alpha", 1.0))
+    beta = float(release.parameters.get("beta", 1.0))
     return {
         "mechanism": "ambiguity",
         "groups": release.n_groups,

@@ -72,25 +72,34 @@ class Ambiguity(Mechanism):
             [table.codes[q] for q in quasi], [table.schema[q].size for q in quasi],
             table.codes[sensitive], column.size, alpha=self.alpha, beta=self.beta, rng=rng,
             sensitive_name=sensitive, domain=column.domain)
-        # Group ids in random order: construction order says which buckets were largest.
-        relabel = rng.permutation(groups.n_groups)
-        group_of_rows = relabel[groups.group_of_rows]
-        auxiliary = {q: _distinct_pairs(group_of_rows, table.codes[q], table.schema[q].size)
-                     for q in quasi}
-        st_groups, st_values = _distinct_pairs(group_of_rows, table.codes[sensitive],
-                                               column.size)
-        frequency = np.bincount(
-            group_of_rows * column.size + table.codes[sensitive].astype(np.int64),
-            minlength=groups.n_groups * column.size)
-        st = (st_groups, st_values,
-              frequency[st_groups.astype(np.int64) * column.size + st_values])
-        return AmbiguityRelease(table.schema.select([*quasi, sensitive]),
-                                {"alpha": self.alpha, "beta": self.beta,
-                                 "n_groups": groups.n_groups},
-                                table.n_rows, auxiliary, st)
+        return scheme_from_groups(table, groups.group_of_rows, groups.n_groups, rng,
+                                  {"alpha": self.alpha, "beta": self.beta})
 
     def guarantee(self) -> Any:
         return ambiguity_guarantee(alpha=self.alpha, beta=self.beta)
+
+
+def scheme_from_groups(table: Table, group_of_rows: np.ndarray, n_groups: int,
+                       rng: np.random.Generator, parameters: Mapping[str, Any]
+                       ) -> AmbiguityRelease:
+    """The ambiguity scheme of a partition (Definition 3.3): AT_i and ST of its groups.
+
+    Any partition will do; Theorem 6.1's proof builds one from a generalization's groups.
+    Only the construction of Algorithm 2 comes with alpha and beta.
+    """
+    (sensitive,) = require_sensitive(table, "ambiguity", exactly_one=True)
+    quasi = table.schema.quasi_identifiers
+    column = table.schema[sensitive]
+    # Group ids in random order: construction order says which buckets were largest.
+    group_of_rows = rng.permutation(n_groups)[group_of_rows]
+    auxiliary = {q: _distinct_pairs(group_of_rows, table.codes[q], table.schema[q].size)
+                 for q in quasi}
+    st_groups, st_values = _distinct_pairs(group_of_rows, table.codes[sensitive], column.size)
+    frequency = np.bincount(group_of_rows * column.size + table.codes[sensitive].astype(np.int64),
+                            minlength=n_groups * column.size)
+    st = (st_groups, st_values, frequency[st_groups.astype(np.int64) * column.size + st_values])
+    return AmbiguityRelease(table.schema.select([*quasi, sensitive]),
+                            {**parameters, "n_groups": n_groups}, table.n_rows, auxiliary, st)
 
 
 def _distinct_pairs(groups: np.ndarray, codes: np.ndarray, size: int
