@@ -36,7 +36,7 @@ def release_risk(release: Release) -> dict[str, Any]:
     if measure is None:
         raise ValueError(f"risk measures are defined for ambiguity and mondrian releases, not "
                          f"{release.mechanism}")
-    return dict(measure())
+    return {"mechanism": release.mechanism, **measure()}
 
 
 def ambiguity_summary(release: AmbiguityRelease) -> dict[str, Any]:

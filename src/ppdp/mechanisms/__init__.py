@@ -7,6 +7,7 @@ from ppdp.mechanisms.base import Mechanism, Parameter, get_mechanism
 from ppdp.mechanisms.dbr import DBR, DbrRelease
 from ppdp.mechanisms.frapp import FRAPP, FrappRelease
 from ppdp.mechanisms.laplace import LaplaceCounts, LaplaceSession
+from ppdp.mechanisms.mondrian import Mondrian, MondrianRelease
 from ppdp.mechanisms.perturbation import PerturbationRelease, UniformPerturbation
 from ppdp.mechanisms.sdr import PerturbationPartitioning, SdrRelease
 from ppdp.mechanisms.splu import SPLUGen, SpluRelease
@@ -25,6 +26,8 @@ __all__ = [
     "LaplaceCounts",
     "LaplaceSession",
     "Mechanism",
+    "Mondrian",
+    "MondrianRelease",
     "Parameter",
     "PerturbationPartitioning",
     "PerturbationRelease",

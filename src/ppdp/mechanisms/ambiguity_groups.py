@@ -62,9 +62,10 @@ def association_group_size(beta: float) -> int:
 
 def presence_probability(group_size: np.ndarray, distinct: np.ndarray) -> np.ndarray:
     """``|G| / prod_i |G_ATi|`` (Theorem 5.1) from the group sizes and per-attribute distinct
-    counts (one row per group)."""
-    return np.asarray(group_size, dtype=np.float64) / np.prod(
-        np.asarray(distinct, dtype=np.float64), axis=-1)
+    counts (one row per group), capped at 1: a group with more rows than its join has
+    combinations (repeated quasi-identifier tuples) holds some combination for certain."""
+    return np.minimum(1.0, np.asarray(group_size, dtype=np.float64) / np.prod(
+        np.asarray(distinct, dtype=np.float64), axis=-1))
 
 
 @dataclass(frozen=True)
