@@ -361,9 +361,10 @@ class AmbiguityGuarantee:
             "alpha": self.alpha,
             "beta": self.beta,
             "group_size_at_least": self.diversity,
-            "statement": (f"alpha-presence: every covered tuple is present with probability at "
-                          f"most {self.alpha:g} (Theorem 5.1); beta-association: any "
-                          f"individual-value association has probability at most "
+            "statement": (f"alpha-presence: a tuple covered by one group is present with "
+                          f"probability at most {self.alpha:g} (Theorem 5.1); "
+                          f"beta-association: any individual-value association has "
+                          f"probability at most "
                           f"{self.beta:g} (Theorem 5.2); each group holds "
                           f">= {self.diversity} distinct sensitive values once each, so the "
                           f"scheme is {self.diversity}-diverse (Theorems 7.1-7.2)"),
