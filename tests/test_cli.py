@@ -261,3 +261,43 @@ def test_demo_command(tmp_path: Path) -> None:
         assert name in text
     assert (out / "results.csv").is_file() and (out / "errors.png").is_file()
     assert "results.json" in text
+
+
+def test_ambiguity_publish_risk_and_per_tuple(data_csv: Path, tmp_path: Path) -> None:
+    release = tmp_path / "amb"
+    ok("publish", data_csv, "-m", "ambiguity", "-s", "disease", "-p", "alpha=0.5",
+       "-p", "beta=0.5", "-o", release, "--seed", "1")
+    data = json.loads(ok("risk", release, "--json"))
+    assert data["mechanism"] == "ambiguity"
+    assert data["presence_max"] <= 0.5 and data["association_max"] <= 0.5
+    per_tuple = tmp_path / "risk.csv"
+    data = json.loads(ok("risk", release, data_csv, "--per-tuple", per_tuple, "--json"))
+    assert data["source_rows"] == 60 and data["uncovered_rows"] == 0
+    with open(per_tuple) as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 60
+    assert set(rows[0]) == {"covering_groups", "presence", "presence_any", "association"}
+    assert max(float(r["presence"]) for r in rows) <= 0.5
+    assert "estimate" in ok("count", release, "age >= 22 AND disease = 'flu'")
+
+
+def test_mondrian_with_hierarchies_and_risk(shared_datasets: Path, tmp_path: Path) -> None:
+    release = tmp_path / "gen"
+    ok("publish", "adult", "-m", "mondrian", "-s", "occupation", "-p", "k=10", "-p", "l=3",
+       "--hierarchies", shared_datasets / "adult" / "hierarchies", "-o", release, "--seed", "1")
+    data = json.loads(ok("risk", release, "--json"))
+    assert data["mechanism"] == "mondrian" and data["k"] >= 10 and data["l"] >= 3
+
+
+def test_hierarchies_only_for_mondrian(data_csv: Path, tmp_path: Path) -> None:
+    result = invoke("publish", data_csv, "-m", "anatomy", "-s", "disease", "-p", "l=2",
+                    "--hierarchies", tmp_path, "-o", tmp_path / "x")
+    assert result.exit_code == 2 and "mondrian" in result.output
+    assert not (tmp_path / "x").exists()
+
+
+def test_risk_source_needs_an_ambiguity_release(data_csv: Path, tmp_path: Path) -> None:
+    release = tmp_path / "anatomy"
+    ok("publish", data_csv, "-m", "anatomy", "-s", "disease", "-p", "l=2", "-o", release)
+    result = invoke("risk", release)
+    assert result.exit_code == 2 and "ambiguity and mondrian" in result.output

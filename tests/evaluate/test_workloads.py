@@ -10,8 +10,9 @@ import pytest
 
 import ppdp
 from ppdp.errors import SchemaError
-from ppdp.evaluate.workloads import QueryPool, _draw, sdr_pool, splu_pools
-from ppdp.query import And, Col, Compare, Condition, Lit, parse_query
+from ppdp.evaluate.workloads import QueryPool, _draw, range_pool, sdr_pool, splu_pools
+from ppdp.query import And, Col, Compare, Condition, Lit, bind, parse_query
+from ppdp.release import exact_counts
 from ppdp.table import Role, Table, table_from_arrow
 
 SIZE = 300
@@ -216,3 +217,32 @@ def test_sdr_pool_rejects_bad_sizes(adult: Table) -> None:
     for bad in (0, -1, 2.5, True):
         with pytest.raises(ValueError, match="conditions"):
             sdr_pool(adult, conditions=bad)
+
+
+@pytest.mark.parametrize(("selectivity", "attributes"), [(0.01, (1, 2, 3)), (0.1, (1, 2, 3)),
+                                                          (0.05, (4,))])
+def test_range_pool_band_truth_and_seeds(adult: Table, selectivity: float,
+                                         attributes: tuple[int, ...]) -> None:
+    """Ambiguity Section 8.1 pools: the quasi-identifier part selects between s/2 and 2s of
+    the rows, the truth matches counting the SQL text, and a seed reproduces the pool."""
+    pool = range_pool(adult, selectivity=selectivity, attributes=attributes, size=40,
+                      random_state=5)
+    assert len(pool) == 40
+    np.testing.assert_array_equal(exact_counts(adult, pool.queries), pool.truth)
+    for query in pool.queries:
+        columns = bind(query, adult.schema).predicate.columns
+        assert "occupation" in columns and len(columns) - 1 in attributes
+        quasi_part, last = query.text.rsplit(" AND ", 1)
+        assert last.startswith("occupation = ")
+        share = adult.count(quasi_part).value / adult.n_rows
+        assert selectivity / 2 <= share < 2 * selectivity
+    again = range_pool(adult, selectivity=selectivity, attributes=attributes, size=40,
+                       random_state=5)
+    assert [q.text for q in again.queries] == [q.text for q in pool.queries]
+
+
+def test_range_pool_rejects_bad_arguments(adult: Table) -> None:
+    with pytest.raises(ValueError, match="selectivity"):
+        range_pool(adult, selectivity=0)
+    with pytest.raises(ValueError, match="attributes"):
+        range_pool(adult, selectivity=0.05, attributes=(9,))

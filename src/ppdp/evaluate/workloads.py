@@ -170,7 +170,7 @@ def range_pool(table: Table, *, selectivity: float, attributes: Sequence[int] = 
 
     The conditions are drawn in turn, each keeping about an equal share of the rows the earlier
     ones kept: a run of consecutive values for a numeric column, a random set of values (an IN
-    list) otherwise.
+    list) otherwise; each leaves out at least one value.
     The sensitive value is uniform on the values present. Queries with a true count of 0 are
     kept (filter them before taking relative errors).
     """
@@ -206,7 +206,9 @@ def range_pool(table: Table, *, selectivity: float, attributes: Sequence[int] = 
                                      rng)
             rows &= luts[column][codes]
         share = rows.sum() / table.n_rows
-        if not selectivity / 2 <= share < 2 * selectivity:
+        # A condition that keeps every value would not involve its attribute.
+        if any(lut.all() for lut in luts.values()) \
+                or not selectivity / 2 <= share < 2 * selectivity:
             continue
         value = int(rng.choice(present))
         sensitive_lut = np.zeros(table.schema[sensitive].size, dtype=bool)
