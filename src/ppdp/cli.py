@@ -35,8 +35,8 @@ _HANDLED = (PpdpError, ValueError, FileNotFoundError, FileExistsError)
 app = typer.Typer(
     name="ppdp",
     help="Privacy-preserving publishing of microdata (SPLU-Gen, small domain randomization, "
-         "Anatomy, DBR, Laplace counts) and estimation of count queries from the published "
-         "data.",
+         "alpha-beta, FRAPP, ambiguity, Mondrian, Anatomy, DBR, Laplace counts), estimation of "
+         "count queries from the published data, and measured disclosure risk.",
     no_args_is_help=True,
     add_completion=False,
 )
