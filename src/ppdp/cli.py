@@ -543,6 +543,79 @@ def risk(
         _out().print(Text(f"wrote {per_tuple}"))
 
 
+# -- evaluate ----------------------------------------------------------------------------------
+
+
+@app.command()
+@_handle_errors
+def evaluate(
+    names: Annotated[list[str] | None, typer.Argument(
+        help="experiments to run (see below); none with --all runs every one")] = None,
+    all_experiments: Annotated[bool, typer.Option("--all", help="run every experiment")] = False,
+    output: Annotated[Path, typer.Option("--output", "-o", help="report directory")] = Path(
+        "evaluation"),
+    quick: Annotated[bool, typer.Option(
+        "--quick", help="small pools and few publications: every experiment in seconds")] = False,
+    data: Annotated[Path | None, typer.Option(
+        "--data", help="folder with the adult/fars datasets and hierarchies (default: "
+                       "shared/datasets beside the repository)")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help=_SEED_HELP)] = None,
+) -> None:
+    """Reproduce the papers' experiments and write a report.
+
+    Writes report.html (self-contained, figures embedded), claims.csv (paper
+    says / we measured / same direction?) and one CSV of raw results per
+    experiment. Experiments: splu (SPLU-Gen Section 6), sdr (small domain
+    randomization Section 6), alphabeta (alpha-beta Section 5), ambiguity
+    (ambiguity Section 8.3).
+
+    Examples:
+
+      ppdp evaluate --all -o evaluation
+      ppdp evaluate sdr ambiguity --quick -o quick-look
+    """
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ppdp.evaluate.experiments import EXPERIMENTS, run_experiment
+    from ppdp.evaluate.report import write_report
+
+    chosen = list(EXPERIMENTS) if all_experiments else list(names or [])
+    if not chosen:
+        raise ValueError(f"name experiments to run or pass --all; experiments: "
+                         f"{', '.join(EXPERIMENTS)}")
+    unknown = [n for n in chosen if n not in EXPERIMENTS]
+    if unknown:
+        raise ValueError(f"unknown experiment {unknown[0]!r}; experiments: "
+                         f"{', '.join(EXPERIMENTS)}")
+    results = []
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as progress:
+        overall = progress.add_task("experiments", total=len(chosen))
+        for name in chosen:
+            progress.update(overall, description=f"{name}: starting")
+            results.append(run_experiment(
+                name, quick=quick, random_state=seed, data=data,
+                progress=lambda message: progress.update(overall, description=message)))
+            progress.advance(overall)
+    files = write_report(results, output)
+    console = _out()
+    table = RichTable(title="paper says / we measured")
+    table.add_column("experiment", no_wrap=True)
+    table.add_column("paper says")
+    table.add_column("we measured")
+    table.add_column("same\ndirection")
+    for result in results:
+        for claim in result.claims:
+            verdict = "-" if claim.holds is None else ("yes" if claim.holds else "NO")
+            table.add_row(result.name, Text(claim.paper), Text(claim.measured), verdict)
+    console.print(table)
+    for result in results:
+        for note in result.notes:
+            console.print(Text(f"{result.name}: {note}", style="yellow"))
+    for path in files:
+        console.print(Text(f"wrote {path}"))
+
+
 # -- mechanisms --------------------------------------------------------------------------------
 
 

@@ -1,0 +1,114 @@
+"""The evaluation report: one self-contained HTML page (figures embedded as PNG), the raw rows
+of every experiment as CSV, and the claims table (paper says / we measured / same direction?).
+
+Every file is written atomically; the HTML escapes every text it shows.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import os
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ppdp.evaluate.experiments import ExperimentResult
+from ppdp.io import write_atomic
+
+__all__ = ["write_report"]
+
+_STYLE = """
+body { font-family: sans-serif; max-width: 72em; margin: 2em auto; color: #222; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
+th, td { border: 1px solid #bbb; padding: 0.25em 0.5em; text-align: left; }
+td.yes { background: #e3f4e3; } td.no { background: #f8dede; } td.na { background: #eee; }
+.note { color: #844; }
+"""
+
+
+def _verdict(holds: bool | None) -> tuple[str, str]:
+    if holds is None:
+        return "not comparable", "na"
+    return ("yes", "yes") if holds else ("no", "no")
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def write_report(results: Sequence[ExperimentResult], directory: str | os.PathLike[str]
+                 ) -> list[Path]:
+    """Write ``report.html``, ``claims.csv`` and ``<experiment>.csv`` into ``directory``."""
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    written = []
+    claims = io.StringIO()
+    writer = csv.writer(claims, lineterminator="\n")
+    writer.writerow(["experiment", "paper says", "we measured", "same direction"])
+    for result in results:
+        for claim in result.claims:
+            writer.writerow([result.name, claim.paper, claim.measured,
+                             _verdict(claim.holds)[0]])
+        if result.rows:
+            buffer = io.StringIO()
+            fields = list(dict.fromkeys(k for row in result.rows for k in row))
+            rows = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
+            rows.writeheader()
+            rows.writerows(result.rows)
+            written.append(write_atomic(root / f"{result.name}.csv",
+                                        buffer.getvalue().encode()))
+    written.append(write_atomic(root / "claims.csv", claims.getvalue().encode()))
+    written.append(write_atomic(root / "report.html", _html(results).encode()))
+    return written
+
+
+def _html(results: Sequence[ExperimentResult]) -> str:
+    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
+             "<title>ppdp evaluation report</title>", f"<style>{_STYLE}</style></head><body>",
+             "<h1>ppdp evaluation report</h1>",
+             f"<p>Generated {html.escape(datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC'))}. "
+             "Every point is a mean over publications; ± is one standard deviation.</p>",
+             "<h2>Summary: paper says / we measured</h2>", _claims_table(results)]
+    for result in results:
+        parts.append(f"<h2 id='{html.escape(result.name)}'>{html.escape(result.title)}</h2>")
+        setting = "; ".join(f"{html.escape(str(k))}: {html.escape(str(v))}"
+                            for k, v in result.setting.items())
+        parts.append(f"<p>{setting}. Run time {result.seconds:.1f} s.</p>")
+        parts.append(_claims_table([result], with_experiment=False))
+        for note in result.notes:
+            parts.append(f"<p class='note'>{html.escape(note)}</p>")
+        for name, png in result.figures:
+            encoded = base64.b64encode(png).decode()
+            parts.append(f"<figure><img alt='{html.escape(name)}' "
+                         f"src='data:image/png;base64,{encoded}'>"
+                         f"<figcaption>{html.escape(name)}</figcaption></figure>")
+        if result.rows:
+            fields = list(dict.fromkeys(k for row in result.rows for k in row))
+            head = "".join(f"<th>{html.escape(f)}</th>" for f in fields)
+            body = "".join(
+                "<tr>" + "".join(f"<td>{html.escape(_cell(row.get(f, '')))}</td>"
+                                 for f in fields) + "</tr>" for row in result.rows)
+            parts.append(f"<details><summary>raw results ({len(result.rows)} rows, also in "
+                         f"{html.escape(result.name)}.csv)</summary><table><tr>{head}</tr>"
+                         f"{body}</table></details>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _claims_table(results: Sequence[ExperimentResult], *, with_experiment: bool = True) -> str:
+    head = ("<th>experiment</th>" if with_experiment else "") + \
+        "<th>paper says</th><th>we measured</th><th>same direction?</th>"
+    rows = []
+    for result in results:
+        for claim in result.claims:
+            verdict, css = _verdict(claim.holds)
+            first = f"<td>{html.escape(result.name)}</td>" if with_experiment else ""
+            rows.append(f"<tr>{first}<td>{html.escape(claim.paper)}</td>"
+                        f"<td>{html.escape(claim.measured)}</td>"
+                        f"<td class='{css}'>{verdict}</td></tr>")
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
