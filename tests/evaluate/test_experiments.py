@@ -125,3 +125,13 @@ def test_cli_evaluate_quick_and_errors(shared_datasets: Path, tmp_path: Path) ->
 def test_unknown_experiment_name() -> None:
     with pytest.raises(ValueError, match="unknown experiment"):
         run_experiment("nosuch")
+
+
+def test_pp_retention_above_up_at_every_level(results) -> None:
+    """SDR Table 2: PP's row-weighted retention is above UP's at every L (a property of the
+    partition, not of a random draw)."""
+    rows = [r for r in results["sdr_axes"].rows if r["axis"] == "L"]
+    assert [r["L"] for r in rows] == [6, 5, 4, 3]
+    assert all(r["PP_retention"] > r["UP_retention"] for r in rows)
+    assert rows[-1]["PP_error"] < rows[0]["PP_error"]
+

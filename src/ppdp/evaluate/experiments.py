@@ -264,6 +264,138 @@ def _sdr(config: _Config) -> ExperimentResult:
     return result
 
 
+def _sdr_axes(config: _Config) -> ExperimentResult:
+    """SDR Figures 2 and 5, Table 2: error against L and |T|, retention against L, runtime."""
+    import ppdp
+    from ppdp.evaluate.metrics import error_above_selectivity
+    from ppdp.evaluate.workloads import sdr_pool
+
+    adult = ppdp.datasets.adult(sensitive="occupation")
+    runs = config.publications(2, 3)
+    fixed_size = 30_000 if config.quick else 300_000
+    sizes = (15_000, 30_000) if config.quick else (100_000, 200_000, 300_000, 400_000, 500_000)
+    levels = (6, 5, 4, 3)
+    result = ExperimentResult(
+        "sdr_axes", "PP, UP and Anatomy against L and |T| (Small Domain Randomization Figures "
+                    "2 and 5, Table 2)",
+        {"dataset": "Adult resampled (occupation)", "rho1": "1/13", "rho2 = 1/L": str(levels),
+         "|T| for the L axis": fixed_size, "L for the |T| axis": 6, "publications": runs,
+         "selectivity": ">= 0.1 %"})
+
+    def measure(table: Table, level: int) -> dict[str, Any]:
+        pool = sdr_pool(table, conditions=100 if config.quick else 200, random_state=config.rng)
+        mechanisms = {"UP": ppdp.UniformPerturbation(rho1=1 / 13, rho2=1 / level),
+                      "PP": ppdp.PerturbationPartitioning(rho1=1 / 13, rho2=1 / level),
+                      "Anatomy": ppdp.Anatomy(l=level)}
+        row: dict[str, Any] = {"n": table.n_rows, "L": level}
+        for name, mechanism in mechanisms.items():
+            errors, seconds = [], []
+            for _ in range(runs):
+                start = time.perf_counter()
+                release = mechanism.publish(table, random_state=config.rng)
+                seconds.append(time.perf_counter() - start)
+                values, _ = release.count_all(pool.queries)
+                errors.append(error_above_selectivity(pool.truth, values, table.n_rows,
+                                                      0.001)[1])
+            row[f"{name}_error"], row[f"{name}_error_std"] = _mean_std(errors)
+            row[f"{name}_publish_s"] = float(np.median(seconds))
+        row["UP_retention"] = mechanisms["UP"].guarantee(table).retention
+        row["PP_retention"] = mechanisms["PP"].guarantee(table).partition_statistics()[
+            "row_weighted_retention"]
+        return row
+
+    base = adult.resample(fixed_size, random_state=config.rng)
+    by_level = []
+    for level in levels:
+        config.step(f"sdr_axes: L = {level}")
+        by_level.append({"axis": "L", **measure(base, level)})
+    by_size = []
+    for size in sizes:
+        config.step(f"sdr_axes: |T| = {size:,}")
+        by_size.append({"axis": "|T|", **measure(adult.resample(size, random_state=config.rng),
+                                                   6)})
+    result.rows = by_level + by_size
+    names = ("UP", "PP", "Anatomy")
+    for axis, rows, key in (("L", by_level, "L"), ("|T|", by_size, "n")):
+        result.figures.append((f"sdr_error_vs_{'L' if axis == 'L' else 'size'}", _bars(
+            [str(r[key]) for r in rows],
+            {m: ([r[f"{m}_error"] for r in rows], [r[f"{m}_error_std"] for r in rows])
+             for m in names}, ylabel="average relative error (s >= 0.1 %)",
+            title=f"Error against {axis}")))
+    result.figures.append(("sdr_runtime_vs_size", _bars(
+        [str(r["n"]) for r in by_size], {m: ([r[f"{m}_publish_s"] for r in by_size],
+                                              [0.0] * len(by_size)) for m in names},
+        ylabel="publish time (s, median)", title="Runtime against |T| (Figure 5)")))
+    pp_best = sum(r["PP_error"] < min(r["UP_error"], r["Anatomy_error"]) for r in result.rows)
+    result.claims.append(Claim(
+        "PP incurs less error than Anatomy and UP (Section 6.2, Figure 2)",
+        f"lowest in {pp_best} of {len(result.rows)} settings", pp_best == len(result.rows)))
+    first, last = by_level[0], by_level[-1]
+    result.claims.append(Claim(
+        "As L decreases (weaker privacy), PP's error falls (Figure 2)",
+        f"L = {first['L']}: {first['PP_error']:.3f}; L = {last['L']}: {last['PP_error']:.3f}",
+        last["PP_error"] < first["PP_error"]))
+    retention = [(r["L"], r["PP_retention"], r["UP_retention"]) for r in by_level]
+    result.claims.append(Claim(
+        "PP's retention is well above UP's at every L: 9.0/12.3/17.3/25.7 % against "
+        "2.9/4.0/5.9/9.4 % for L = 6..3 on OCC-300k (Table 2)",
+        "PP " + "/".join(f"{p:.1%}" for _, p, _ in retention) + " against UP "
+        + "/".join(f"{u:.1%}" for _, _, u in retention),
+        all(p > u for _, p, u in retention)))
+    largest = by_size[-1]
+    result.claims.append(Claim(
+        "PP publishes 500k rows in at most 30 s (Section 6.4, Figure 5)",
+        f"{largest['n']:,} rows in {largest['PP_publish_s']:.2f} s",
+        largest["PP_publish_s"] <= 30 if largest["n"] >= 500_000 else None))
+    return result
+
+
+def _splu_gamma(config: _Config) -> ExperimentResult:
+    """SPLU-Gen Figure 7: small-count error against gamma, with Anatomy (l = gamma) and
+    Laplace counts."""
+    import ppdp
+    from ppdp.evaluate.metrics import average_relative_error
+    from ppdp.evaluate.workloads import splu_pools
+
+    table = ppdp.datasets.adult(sensitive="occupation")
+    gammas = (3, 5) if config.quick else tuple(range(2, 10))
+    runs = config.publications(2, 3)
+    small, _ = splu_pools(table, size=300 if config.quick else 2000, random_state=config.rng)
+    result = ExperimentResult(
+        "splu_gamma", "Small-count error against gamma (SPLU-Gen Section 6.2, Figure 7)",
+        {"dataset": "Adult (occupation)", "gamma = l": str(gammas), "small pool": len(small),
+         "publications": runs})
+    for gamma in gammas:
+        config.step(f"splu_gamma: gamma = {gamma}")
+        row: dict[str, Any] = {"gamma": gamma}
+        mechanisms = {"SPLU-Gen": ppdp.SPLUGen(gamma=gamma), "Anatomy": ppdp.Anatomy(l=gamma)}
+        for name, mechanism in mechanisms.items():
+            errors = []
+            for _ in range(runs):
+                try:
+                    release = mechanism.publish(table, random_state=config.rng)
+                except ppdp.InfeasibleError:
+                    break
+                errors.append(average_relative_error(small.truth,
+                                                     release.count_all(small.queries)[0]))
+            row[f"{name}_error"], row[f"{name}_error_std"] = _mean_std(errors) if errors \
+                else (float("nan"), float("nan"))
+        result.rows.append(row)
+    result.figures.append(("splu_small_error_vs_gamma", _bars(
+        [str(g) for g in gammas],
+        {m: ([r[f"{m}_error"] for r in result.rows], [r[f"{m}_error_std"] for r in result.rows])
+         for m in ("SPLU-Gen", "Anatomy")},
+        ylabel="average relative error, counts 1-10", title="Small counts against gamma")))
+    above = [r for r in result.rows if r["gamma"] >= 4 and np.isfinite(r["Anatomy_error"])]
+    result.claims.append(Claim(
+        "SPLU-Gen has a clearly higher small-count error than Anatomy at gamma >= 4 "
+        "(Section 6.3.2, Figures 7 and 10)",
+        ", ".join(f"gamma {r['gamma']}: {r['SPLU-Gen_error']:.2f} against "
+                  f"{r['Anatomy_error']:.2f}" for r in above) or "no gamma >= 4 feasible",
+        all(r["SPLU-Gen_error"] > r["Anatomy_error"] for r in above) if above else None))
+    return result
+
+
 # -- alpha-beta Section 5 ------------------------------------------------------------------------
 
 
@@ -373,7 +505,10 @@ def _ambiguity(config: _Config) -> ExperimentResult:
 
 EXPERIMENTS: dict[str, tuple[str, Experiment]] = {
     "splu": ("SPLU-Gen Section 6: small- and large-count errors of every mechanism", _splu),
+    "splu_gamma": ("SPLU-Gen Figure 7: small-count error against gamma", _splu_gamma),
     "sdr": ("Small domain randomization Section 6: PP against UP", _sdr),
+    "sdr_axes": ("Small domain randomization Figures 2 and 5, Table 2: error against L and "
+                 "|T|, retention, runtime", _sdr_axes),
     "alphabeta": ("alpha-beta Section 5: alpha-beta against FRAPP", _alphabeta),
     "ambiguity": ("ambiguity Section 8.3: ambiguity against Mondrian", _ambiguity),
 }
