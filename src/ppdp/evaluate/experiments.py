@@ -147,7 +147,7 @@ def _table(config: _Config, dataset: str, sensitive: str) -> Table:
 def _splu(config: _Config) -> ExperimentResult:
     from ppdp.evaluate.demo import run_demo
 
-    size = 300 if config.quick else 2000
+    size = 300 if config.quick else 5000
     runs = config.publications(2, 3)
     per_mechanism: dict[str, dict[str, list[float]]] = {}
     result = ExperimentResult(
