@@ -134,4 +134,7 @@ def test_pp_retention_above_up_at_every_level(results) -> None:
     assert [r["L"] for r in rows] == [6, 5, 4, 3]
     assert all(r["PP_retention"] > r["UP_retention"] for r in rows)
     assert rows[-1]["PP_error"] < rows[0]["PP_error"]
+    # Table 3: PP's sub-tables have smaller domains than the whole table's 14 occupations.
+    assert all(r["PP_subtables"] >= 1 and r["PP_mean_m"] <= 14 for r in rows)
+    assert "sdr_estimate_vs_truth" in dict(results["sdr_axes"].figures)
 

@@ -129,6 +129,26 @@ def _bars(groups: Sequence[str], series: dict[str, tuple[Sequence[float], Sequen
     return _png(figure)
 
 
+def _scatter(truth: np.ndarray, estimates: dict[str, np.ndarray], *, title: str) -> bytes:
+    """One panel per mechanism: estimate against true count, with the diagonal."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(estimates), figsize=(3.2 * len(estimates), 3.2),
+                                sharex=True, sharey=True, squeeze=False)
+    top = float(max(truth.max(initial=1), *(e.max(initial=1) for e in estimates.values())))
+    for axis, (name, values) in zip(axes[0], estimates.items(), strict=True):
+        axis.scatter(truth, values, s=4, alpha=0.5)
+        axis.plot([0, top], [0, top], color="black", linewidth=0.8)
+        axis.set_title(name)
+        axis.set_xlabel("act")
+    axes[0][0].set_ylabel("est")
+    figure.suptitle(title, fontsize=9)
+    return _png(figure)
+
+
 def _table(config: _Config, dataset: str, sensitive: str) -> Table:
     import ppdp
 
@@ -265,7 +285,8 @@ def _sdr(config: _Config) -> ExperimentResult:
 
 
 def _sdr_axes(config: _Config) -> ExperimentResult:
-    """SDR Figures 2 and 5, Table 2: error against L and |T|, retention against L, runtime."""
+    """SDR Figures 2, 3 and 5, Tables 2 and 3: error against L and |T|, estimates against
+    truth, retention against L, PP's sub-tables against |T|, runtime."""
     import ppdp
     from ppdp.evaluate.metrics import error_above_selectivity
     from ppdp.evaluate.workloads import sdr_pool
@@ -277,7 +298,7 @@ def _sdr_axes(config: _Config) -> ExperimentResult:
     levels = (6, 5, 4, 3)
     result = ExperimentResult(
         "sdr_axes", "PP, UP and Anatomy against L and |T| (Small Domain Randomization Figures "
-                    "2 and 5, Table 2)",
+                    "2, 3 and 5, Tables 2 and 3)",
         {"dataset": "Adult resampled (occupation)", "rho1": "1/13", "rho2 = 1/L": str(levels),
          "|T| for the L axis": fixed_size, "L for the |T| axis": 6, "publications": runs,
          "selectivity": ">= 0.1 %"})
@@ -288,6 +309,7 @@ def _sdr_axes(config: _Config) -> ExperimentResult:
                       "PP": ppdp.PerturbationPartitioning(rho1=1 / 13, rho2=1 / level),
                       "Anatomy": ppdp.Anatomy(l=level)}
         row: dict[str, Any] = {"n": table.n_rows, "L": level}
+        last_estimates: dict[str, np.ndarray] = {}
         for name, mechanism in mechanisms.items():
             errors, seconds = [], []
             for _ in range(runs):
@@ -295,15 +317,24 @@ def _sdr_axes(config: _Config) -> ExperimentResult:
                 release = mechanism.publish(table, random_state=config.rng)
                 seconds.append(time.perf_counter() - start)
                 values, _ = release.count_all(pool.queries)
+                last_estimates[name] = values
                 errors.append(error_above_selectivity(pool.truth, values, table.n_rows,
                                                       0.001)[1])
             row[f"{name}_error"], row[f"{name}_error_std"] = _mean_std(errors)
             row[f"{name}_publish_s"] = float(np.median(seconds))
         row["UP_retention"] = mechanisms["UP"].guarantee(table).retention
-        row["PP_retention"] = mechanisms["PP"].guarantee(table).partition_statistics()[
-            "row_weighted_retention"]
+        statistics = mechanisms["PP"].guarantee(table).partition_statistics()
+        row["PP_retention"] = statistics["row_weighted_retention"]
+        # Table 3's columns: sub-tables, their mean domain size m_i and mean gamma_i.
+        row["PP_subtables"] = statistics["subtables"]
+        row["PP_mean_m"] = statistics["mean_m"]
+        row["PP_mean_gamma"] = statistics["mean_gamma"]
+        if level == 6 and table.n_rows == fixed_size:
+            scatter.update(truth=pool.truth, estimates=last_estimates,
+                           keep=pool.truth >= 0.001 * table.n_rows)
         return row
 
+    scatter: dict[str, Any] = {}
     base = adult.resample(fixed_size, random_state=config.rng)
     by_level = []
     for level in levels:
@@ -326,6 +357,11 @@ def _sdr_axes(config: _Config) -> ExperimentResult:
         [str(r["n"]) for r in by_size], {m: ([r[f"{m}_publish_s"] for r in by_size],
                                               [0.0] * len(by_size)) for m in names},
         ylabel="publish time (s, median)", title="Runtime against |T| (Figure 5)")))
+    if scatter:
+        result.figures.append(("sdr_estimate_vs_truth", _scatter(
+            scatter["truth"][scatter["keep"]],
+            {m: v[scatter["keep"]] for m, v in scatter["estimates"].items()},
+            title=f"est vs act, |T| = {fixed_size:,}, L = 6, s >= 0.1 % (Figure 3)")))
     pp_best = sum(r["PP_error"] < min(r["UP_error"], r["Anatomy_error"]) for r in result.rows)
     result.claims.append(Claim(
         "PP incurs less error than Anatomy and UP (Section 6.2, Figure 2)",
@@ -507,8 +543,9 @@ EXPERIMENTS: dict[str, tuple[str, Experiment]] = {
     "splu": ("SPLU-Gen Section 6: small- and large-count errors of every mechanism", _splu),
     "splu_gamma": ("SPLU-Gen Figure 7: small-count error against gamma", _splu_gamma),
     "sdr": ("Small domain randomization Section 6: PP against UP", _sdr),
-    "sdr_axes": ("Small domain randomization Figures 2 and 5, Table 2: error against L and "
-                 "|T|, retention, runtime", _sdr_axes),
+    "sdr_axes": ("Small domain randomization Figures 2, 3 and 5, Tables 2 and 3: error "
+                 "against L and |T|, estimates against truth, retention, sub-tables, runtime",
+                 _sdr_axes),
     "alphabeta": ("alpha-beta Section 5: alpha-beta against FRAPP", _alphabeta),
     "ambiguity": ("ambiguity Section 8.3: ambiguity against Mondrian", _ambiguity),
 }
