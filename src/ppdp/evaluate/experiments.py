@@ -96,6 +96,37 @@ def _mean_std(values: Sequence[float]) -> tuple[float, float]:
     return float(array.mean()), float(array.std(ddof=1)) if len(array) > 1 else float("nan")
 
 
+@dataclass
+class _Publications:
+    """Errors of several publications of one mechanism on one pool, and publishing times."""
+
+    errors: list[float] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+    estimates: np.ndarray | None = None
+    """The estimates of the last publication."""
+
+    def record(self, row: dict[str, Any], name: str) -> None:
+        """Mean and standard deviation of the error, median publishing time, into ``row``."""
+        row[f"{name}_error"], row[f"{name}_error_std"] = _mean_std(self.errors) \
+            if self.errors else (float("nan"), float("nan"))
+        row[f"{name}_publish_s"] = float(np.median(self.seconds)) if self.seconds \
+            else float("nan")
+
+
+def _publish_and_score(mechanism: Any, table: Table, queries: Sequence[Any], runs: int,
+                       rng: np.random.Generator, score: Callable[[np.ndarray], float]
+                       ) -> _Publications:
+    """Publish ``runs`` times, answer the queries, and score each publication's estimates."""
+    result = _Publications()
+    for _ in range(runs):
+        start = time.perf_counter()
+        release = mechanism.publish(table, random_state=rng)
+        result.seconds.append(time.perf_counter() - start)
+        result.estimates, _ = release.count_all(queries)
+        result.errors.append(score(result.estimates))
+    return result
+
+
 def _png(figure: Any) -> bytes:
     import matplotlib.pyplot as plt
 
@@ -276,15 +307,13 @@ def _splu_two(config: _Config) -> ExperimentResult:
          "publications": runs})
     for gamma in gammas:
         config.step(f"splu_two: gamma = {gamma}")
-        errors = []
         try:
-            for _ in range(runs):
-                release = ppdp.SPLUGen(gamma=gamma).publish(table, random_state=config.rng)
-                errors.append(average_relative_error(truth, release.count_all(queries)[0]))
+            scored = _publish_and_score(ppdp.SPLUGen(gamma=gamma), table, queries, runs,
+                                        config.rng, lambda e: average_relative_error(truth, e))
         except ppdp.InfeasibleError as exc:
             result.notes.append(f"gamma = {gamma}: {exc}")
             continue
-        mean, std = _mean_std(errors)
+        mean, std = _mean_std(scored.errors)
         result.rows.append({"gamma": gamma, "error": mean, "error_std": std,
                             "queries": len(queries)})
     result.figures.append(("splu_two_sensitive", _bars(
@@ -300,9 +329,9 @@ def _splu_two(config: _Config) -> ExperimentResult:
         occupation = ppdp.datasets.adult(sensitive="occupation")
         _, large = splu_pools(occupation, size=300 if config.quick else 2000,
                               random_state=config.rng)
-        single = _mean_std([average_relative_error(large.truth, ppdp.SPLUGen(gamma=5).publish(
-            occupation, random_state=config.rng).count_all(large.queries)[0])
-            for _ in range(runs)])
+        single = _mean_std(_publish_and_score(
+            ppdp.SPLUGen(gamma=5), occupation, large.queries, runs, config.rng,
+            lambda e: average_relative_error(large.truth, e)).errors)
         result.claims.append(Claim(
             "With two sensitive attributes, queries of selectivity 0.1-0.7 % are answered about "
             "as accurately as single-attribute large counts (Section 6.4, Figure 12); 'about "
@@ -407,17 +436,12 @@ def _sdr_axes(config: _Config) -> ExperimentResult:
         row: dict[str, Any] = {"n": table.n_rows, "L": level}
         last_estimates: dict[str, np.ndarray] = {}
         for name, mechanism in mechanisms.items():
-            errors, seconds = [], []
-            for _ in range(runs):
-                start = time.perf_counter()
-                release = mechanism.publish(table, random_state=config.rng)
-                seconds.append(time.perf_counter() - start)
-                values, _ = release.count_all(pool.queries)
-                last_estimates[name] = values
-                errors.append(error_above_selectivity(pool.truth, values, table.n_rows,
-                                                      0.001)[1])
-            row[f"{name}_error"], row[f"{name}_error_std"] = _mean_std(errors)
-            row[f"{name}_publish_s"] = float(np.median(seconds))
+            scored = _publish_and_score(
+                mechanism, table, pool.queries, runs, config.rng,
+                lambda e: error_above_selectivity(pool.truth, e, table.n_rows, 0.001)[1])
+            scored.record(row, name)
+            assert scored.estimates is not None
+            last_estimates[name] = scored.estimates
         row["UP_retention"] = mechanisms["UP"].guarantee(table).retention
         statistics = mechanisms["PP"].guarantee(table).partition_statistics()
         row["PP_retention"] = statistics["row_weighted_retention"]
@@ -502,16 +526,12 @@ def _splu_gamma(config: _Config) -> ExperimentResult:
         row: dict[str, Any] = {"gamma": gamma}
         mechanisms = {"SPLU-Gen": ppdp.SPLUGen(gamma=gamma), "Anatomy": ppdp.Anatomy(l=gamma)}
         for name, mechanism in mechanisms.items():
-            errors = []
-            for _ in range(runs):
-                try:
-                    release = mechanism.publish(table, random_state=config.rng)
-                except ppdp.InfeasibleError:
-                    break
-                errors.append(average_relative_error(small.truth,
-                                                     release.count_all(small.queries)[0]))
-            row[f"{name}_error"], row[f"{name}_error_std"] = _mean_std(errors) if errors \
-                else (float("nan"), float("nan"))
+            try:
+                scored = _publish_and_score(mechanism, table, small.queries, runs, config.rng,
+                                            lambda e: average_relative_error(small.truth, e))
+            except ppdp.InfeasibleError:
+                scored = _Publications()
+            scored.record(row, name)
         result.rows.append(row)
     result.figures.append(("splu_small_error_vs_gamma", _bars(
         [str(g) for g in gammas],
@@ -569,15 +589,9 @@ def _size(config: _Config) -> ExperimentResult:
                 pool_truth, queries = (large.truth, large.queries) if name == "SPLU-Gen" else (
                     ranges.truth[keep], [q for q, k in zip(ranges.queries, keep, strict=True)
                                          if k])
-                errors, seconds = [], []
-                for _ in range(runs):
-                    start = time.perf_counter()
-                    release = mechanism.publish(table, random_state=config.rng)
-                    seconds.append(time.perf_counter() - start)
-                    errors.append(average_relative_error(pool_truth,
-                                                         release.count_all(queries)[0]))
-                row[f"{name}_error"], row[f"{name}_error_std"] = _mean_std(errors)
-                row[f"{name}_publish_s"] = float(np.median(seconds))
+                _publish_and_score(mechanism, table, queries, runs, config.rng,
+                                   lambda e, t=pool_truth: average_relative_error(t, e)
+                                   ).record(row, name)
             result.rows.append(row)
     names = ("SPLU-Gen", "ambiguity", "Mondrian")
     labels = [f"{r['dataset']} {r['n'] // 1000}k" for r in result.rows]
