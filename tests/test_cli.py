@@ -261,6 +261,9 @@ def test_demo_command(tmp_path: Path) -> None:
         assert name in text
     assert (out / "results.csv").is_file() and (out / "errors.png").is_file()
     assert "results.json" in text
+    # The evaluation machinery reports the demo's run too.
+    assert (out / "report.html").is_file() and (out / "claims.csv").is_file()
+    assert "SPLU-Gen" in (out / "splu.csv").read_text()
 
 
 def test_ambiguity_publish_risk_and_per_tuple(data_csv: Path, tmp_path: Path) -> None:

@@ -668,7 +668,8 @@ def demo(
     SPLU-Gen, Anatomy, DBR, Laplace counts (epsilon = ln 2, ln 3), uniform
     perturbation and small domain randomization (sdr) at (rho1, rho2), and
     reports average relative errors, timings and how often the 95 %
-    intervals cover the true counts.
+    intervals cover the true counts. The output directory also gets the
+    evaluation report of this run (report.html, claims.csv, splu.csv).
 
     Examples:
 
@@ -701,7 +702,10 @@ def demo(
                   f"queries whose 95 % interval holds the true count (-: no intervals).")
     for note in result.notes:
         console.print(Text(f"note: {note}", style="yellow"))
-    for path in result.files:
+    from ppdp.evaluate.experiments import splu_result
+    from ppdp.evaluate.report import write_report
+
+    for path in (*result.files, *write_report([splu_result([result])], output)):
         console.print(Text(f"wrote {path}"))
 
 

@@ -26,7 +26,7 @@ from ppdp.errors import PpdpError
 from ppdp.randomness import RandomState, make_rng
 from ppdp.table import Table
 
-__all__ = ["EXPERIMENTS", "Claim", "ExperimentResult", "run_experiment"]
+__all__ = ["EXPERIMENTS", "Claim", "ExperimentResult", "run_experiment", "splu_result"]
 
 SHARED_DATASETS = Path(__file__).resolve().parents[3].parent / "shared" / "datasets"
 
@@ -214,15 +214,27 @@ def _splu(config: _Config) -> ExperimentResult:
 
     size = 300 if config.quick else 5000
     runs = config.publications(2, 3)
+    demos = []
+    for run in range(runs):
+        config.step(f"splu: publication {run + 1} of {runs}")
+        demos.append(run_demo(None, size=size, random_state=config.rng, progress=False))
+    return splu_result(demos)
+
+
+def splu_result(demos: Sequence[Any]) -> ExperimentResult:
+    """The SPLU-Gen Section 6 experiment from one or more demo runs (``run_demo`` results):
+    errors per mechanism over the runs, the figure and the claims. ``ppdp demo`` reports its
+    single run this way."""
+    runs = len(demos)
+    first = demos[0]
     per_mechanism: dict[str, dict[str, list[float]]] = {}
     result = ExperimentResult(
         "splu", "SPLU-Gen against Anatomy, DBR, Laplace and small domain randomization "
                 "(SPLU-Gen Section 6)",
-        {"dataset": "Adult (30,162 rows)", "sensitive": "occupation", "gamma = l": 5,
-         "(rho1, rho2)": "(1/13, 1/5)", "queries per pool": size, "publications": runs})
-    for run in range(runs):
-        config.step(f"splu: publication {run + 1} of {runs}")
-        demo = run_demo(None, size=size, random_state=config.rng, progress=False)
+        {"dataset": f"Adult ({first.n_rows:,} rows)", "sensitive": "occupation",
+         "gamma = l": first.gamma, "(rho1, rho2)": f"({first.rho1:.3g}, {first.rho2:.3g})",
+         "queries per pool": first.size, "publications": runs})
+    for demo in demos:
         for row in demo.rows:
             errors = per_mechanism.setdefault(row.mechanism, {"small": [], "large": []})
             errors["small"].append(row.small_error)
