@@ -157,3 +157,12 @@ def test_two_sensitive_attributes_measured(results) -> None:
     assert result.rows and all(np.isfinite(r["error"]) for r in result.rows)
     assert result.rows[0]["queries"] > 50
     assert isinstance(result.claims[0].holds, bool)
+
+
+def test_density_axis(results) -> None:
+    """Ambiguity Figure 10: each density d merges the sensitive values into ceil(99/d)
+    classes, and ambiguity and Mondrian are both measured at each."""
+    rows = results["density"].rows
+    assert sorted({(r["d"], r["sensitive_values"]) for r in rows}) == [(1, 99), (3, 33)]
+    assert {r["mechanism"] for r in rows} >= {"ambiguity", "mondrian"}
+    assert all(isinstance(c.holds, bool) for c in results["density"].claims)
