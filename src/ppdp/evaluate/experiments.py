@@ -466,38 +466,59 @@ def _sdr(config: _Config) -> ExperimentResult:
 
 
 def _sdr_axes(config: _Config) -> ExperimentResult:
-    """SDR Figures 2, 3 and 5, Tables 2 and 3: error against L and |T|, estimates against
-    truth, retention against L, PP's sub-tables against |T|, runtime."""
+    """SDR Figures 2-5, Tables 2 and 3: error against L and |T| on balanced data (Adult,
+    occupation: Figure 2) and skewed data (FARS, iinjury: Figure 4), estimates against truth,
+    retention against L, PP's sub-tables, runtime."""
+    runs = config.publications(2, 3)
+    fixed_size = 30_000 if config.quick else 300_000
+    sizes = (15_000, 30_000) if config.quick else (100_000, 200_000, 300_000, 400_000, 500_000)
+    settings = [("adult", "occupation", 1 / 13, (6, 5, 4, 3), "Figure 2"),
+                ("fars", "iinjury", 1 / 30, (10, 8, 6, 4), "Figure 4")]
+    result = ExperimentResult(
+        "sdr_axes", "PP, UP and Anatomy against L and |T| (Small Domain Randomization Figures "
+                    "2-5, Tables 2 and 3)",
+        {"balanced": "Adult resampled, occupation, rho1 = 1/13, L = 6, 5, 4, 3",
+         "skewed": "FARS resampled, iinjury, rho1 = 1/30, L = 10, 8, 6, 4",
+         "|T| for the L axis": fixed_size, "sizes": str(sizes), "publications": runs,
+         "selectivity": ">= 0.1 %"})
+    for dataset, sensitive, rho1, levels, figure in settings:
+        try:
+            source = _table(config, dataset, sensitive)
+        except PpdpError as exc:
+            result.notes.append(f"{dataset} skipped: {exc}")
+            continue
+        _sdr_axes_of(config, result, source, dataset, rho1, levels, figure, fixed_size, sizes,
+                     runs)
+    return result
+
+
+def _sdr_axes_of(config: _Config, result: ExperimentResult, source: Table, dataset: str,
+                 rho1: float, levels: Sequence[int], figure: str, fixed_size: int,
+                 sizes: Sequence[int], runs: int) -> None:
     import ppdp
     from ppdp.evaluate.metrics import error_above_selectivity
     from ppdp.evaluate.workloads import sdr_pool
 
-    adult = ppdp.datasets.adult(sensitive="occupation")
-    runs = config.publications(2, 3)
-    fixed_size = 30_000 if config.quick else 300_000
-    sizes = (15_000, 30_000) if config.quick else (100_000, 200_000, 300_000, 400_000, 500_000)
-    levels = (6, 5, 4, 3)
-    result = ExperimentResult(
-        "sdr_axes", "PP, UP and Anatomy against L and |T| (Small Domain Randomization Figures "
-                    "2, 3 and 5, Tables 2 and 3)",
-        {"dataset": "Adult resampled (occupation)", "rho1": "1/13", "rho2 = 1/L": str(levels),
-         "|T| for the L axis": fixed_size, "L for the |T| axis": 6, "publications": runs,
-         "selectivity": ">= 0.1 %"})
+    scatter: dict[str, Any] = {}
 
     def measure(table: Table, level: int) -> dict[str, Any]:
         pool = sdr_pool(table, conditions=100 if config.quick else 200, random_state=config.rng)
-        mechanisms = {"UP": ppdp.UniformPerturbation(rho1=1 / 13, rho2=1 / level),
-                      "PP": ppdp.PerturbationPartitioning(rho1=1 / 13, rho2=1 / level),
+        mechanisms = {"UP": ppdp.UniformPerturbation(rho1=rho1, rho2=1 / level),
+                      "PP": ppdp.PerturbationPartitioning(rho1=rho1, rho2=1 / level),
                       "Anatomy": ppdp.Anatomy(l=level)}
-        row: dict[str, Any] = {"n": table.n_rows, "L": level}
-        last_estimates: dict[str, np.ndarray] = {}
+        row: dict[str, Any] = {"dataset": dataset, "n": table.n_rows, "L": level}
+        estimates: dict[str, np.ndarray] = {}
         for name, mechanism in mechanisms.items():
-            scored = _publish_and_score(
-                mechanism, table, pool.queries, runs, config.rng,
-                lambda e: error_above_selectivity(pool.truth, e, table.n_rows, 0.001)[1])
+            try:
+                scored = _publish_and_score(
+                    mechanism, table, pool.queries, runs, config.rng,
+                    lambda e: error_above_selectivity(pool.truth, e, table.n_rows, 0.001)[1])
+            except ppdp.InfeasibleError:
+                # Anatomy's l-diversity is infeasible on skewed data (Section 6.3).
+                scored = _Publications()
             scored.record(row, name)
-            assert scored.estimates is not None
-            last_estimates[name] = scored.estimates
+            if scored.estimates is not None:
+                estimates[name] = scored.estimates
         row["UP_retention"] = mechanisms["UP"].guarantee(table).retention
         statistics = mechanisms["PP"].guarantee(table).partition_statistics()
         row["PP_retention"] = statistics["row_weighted_retention"]
@@ -505,61 +526,64 @@ def _sdr_axes(config: _Config) -> ExperimentResult:
         row["PP_subtables"] = statistics["subtables"]
         row["PP_mean_m"] = statistics["mean_m"]
         row["PP_mean_gamma"] = statistics["mean_gamma"]
-        if level == 6 and table.n_rows == fixed_size:
-            scatter.update(truth=pool.truth, estimates=last_estimates,
+        if level == levels[0] and table.n_rows == fixed_size:
+            scatter.update(truth=pool.truth, estimates=estimates,
                            keep=pool.truth >= 0.001 * table.n_rows)
         return row
 
-    scatter: dict[str, Any] = {}
-    base = adult.resample(fixed_size, random_state=config.rng)
+    base = source.resample(fixed_size, random_state=config.rng)
     by_level = []
     for level in levels:
-        config.step(f"sdr_axes: L = {level}")
+        config.step(f"sdr_axes: {dataset}, L = {level}")
         by_level.append({"axis": "L", **measure(base, level)})
     by_size = []
     for size in sizes:
-        config.step(f"sdr_axes: |T| = {size:,}")
-        by_size.append({"axis": "|T|", **measure(adult.resample(size, random_state=config.rng),
-                                                   6)})
-    result.rows = by_level + by_size
+        config.step(f"sdr_axes: {dataset}, |T| = {size:,}")
+        by_size.append({"axis": "|T|", **measure(source.resample(size, random_state=config.rng),
+                                                   levels[0])})
+    result.rows += by_level + by_size
     names = ("UP", "PP", "Anatomy")
     for axis, rows, key in (("L", by_level, "L"), ("|T|", by_size, "n")):
-        result.figures.append((f"sdr_error_vs_{'L' if axis == 'L' else 'size'}", _bars(
+        result.figures.append((f"sdr_{dataset}_error_vs_{'L' if axis == 'L' else 'size'}", _bars(
             [str(r[key]) for r in rows],
             {m: ([r[f"{m}_error"] for r in rows], [r[f"{m}_error_std"] for r in rows])
              for m in names}, ylabel="average relative error (s >= 0.1 %)",
-            title=f"Error against {axis}")))
-    result.figures.append(("sdr_runtime_vs_size", _bars(
+            title=f"{dataset}: error against {axis} ({figure})")))
+    result.figures.append((f"sdr_{dataset}_runtime_vs_size", _bars(
         [str(r["n"]) for r in by_size], {m: ([r[f"{m}_publish_s"] for r in by_size],
                                               [0.0] * len(by_size)) for m in names},
-        ylabel="publish time (s, median)", title="Runtime against |T| (Figure 5)")))
+        ylabel="publish time (s, median)", title=f"{dataset}: runtime against |T| (Figure 5)")))
     if scatter:
-        result.figures.append(("sdr_estimate_vs_truth", _scatter(
+        result.figures.append((f"sdr_{dataset}_estimate_vs_truth", _scatter(
             scatter["truth"][scatter["keep"]],
             {m: v[scatter["keep"]] for m, v in scatter["estimates"].items()},
-            title=f"est vs act, |T| = {fixed_size:,}, L = 6, s >= 0.1 % (Figure 3)")))
-    pp_best = sum(r["PP_error"] < min(r["UP_error"], r["Anatomy_error"]) for r in result.rows)
+            title=f"{dataset}: est vs act, |T| = {fixed_size:,}, L = {levels[0]}, "
+                  f"s >= 0.1 % (Figure 3)")))
+    rows = by_level + by_size
+    pp_best = sum(r["PP_error"] < np.nanmin([r["UP_error"], r["Anatomy_error"]]) for r in rows)
     result.claims.append(Claim(
-        "PP incurs less error than Anatomy and UP (Section 6.2, Figure 2)",
-        f"lowest in {pp_best} of {len(result.rows)} settings", pp_best == len(result.rows)))
+        f"PP incurs less error than Anatomy and UP ({dataset}; Sections 6.2-6.3, {figure})",
+        f"lowest in {pp_best} of {len(rows)} settings"
+        + ("" if all(np.isfinite(r["Anatomy_error"]) for r in rows)
+           else " (Anatomy infeasible where the data are skewed)"),
+        pp_best == len(rows)))
     first, last = by_level[0], by_level[-1]
     result.claims.append(Claim(
-        "As L decreases (weaker privacy), PP's error falls (Figure 2)",
+        f"As L decreases (weaker privacy), PP's error falls ({dataset}; {figure})",
         f"L = {first['L']}: {first['PP_error']:.3f}; L = {last['L']}: {last['PP_error']:.3f}",
         last["PP_error"] < first["PP_error"]))
-    retention = [(r["L"], r["PP_retention"], r["UP_retention"]) for r in by_level]
+    retention = [(r["PP_retention"], r["UP_retention"]) for r in by_level]
+    paper = (" 9.0/12.3/17.3/25.7 % against 2.9/4.0/5.9/9.4 % for L = 6..3 on OCC-300k"
+             if dataset == "adult" else "")
     result.claims.append(Claim(
-        "PP's retention is well above UP's at every L: 9.0/12.3/17.3/25.7 % against "
-        "2.9/4.0/5.9/9.4 % for L = 6..3 on OCC-300k (Table 2)",
-        "PP " + "/".join(f"{p:.1%}" for _, p, _ in retention) + " against UP "
-        + "/".join(f"{u:.1%}" for _, _, u in retention),
-        all(p > u for _, p, u in retention)))
+        f"PP's retention is above UP's at every L ({dataset};{paper} Table 2)",
+        "PP " + "/".join(f"{p:.1%}" for p, _ in retention) + " against UP "
+        + "/".join(f"{u:.1%}" for _, u in retention), all(p > u for p, u in retention)))
     largest = by_size[-1]
     result.claims.append(Claim(
-        "PP publishes 500k rows in at most 30 s (Section 6.4, Figure 5)",
+        f"PP publishes 500k rows in at most 30 s ({dataset}; Section 6.4, Figure 5)",
         f"{largest['n']:,} rows in {largest['PP_publish_s']:.2f} s",
         largest["PP_publish_s"] <= 30 if largest["n"] >= 500_000 else None))
-    return result
 
 
 def _splu_gamma(config: _Config) -> ExperimentResult:
@@ -852,9 +876,9 @@ EXPERIMENTS: dict[str, tuple[str, Experiment]] = {
     "splu_gamma": ("SPLU-Gen Figure 7: small-count error against gamma", _splu_gamma),
     "splu_two": ("SPLU-Gen Figure 12: two sensitive attributes", _splu_two),
     "sdr": ("Small domain randomization Section 6: PP against UP", _sdr),
-    "sdr_axes": ("Small domain randomization Figures 2, 3 and 5, Tables 2 and 3: error "
-                 "against L and |T|, estimates against truth, retention, sub-tables, runtime",
-                 _sdr_axes),
+    "sdr_axes": ("Small domain randomization Figures 2-5, Tables 2 and 3: error against L "
+                 "and |T| on balanced and skewed data, estimates against truth, retention, "
+                 "sub-tables, runtime", _sdr_axes),
     "size": ("Error and publishing time against the number of rows (Adult, FARS resamples)",
              _size),
     "alphabeta": ("alpha-beta Section 5: alpha-beta against FRAPP", _alphabeta),
