@@ -29,8 +29,9 @@ touches a bounded candidate set and many groups are built side by side:
 
 The guarantees do not depend on which candidate is taken: every group still takes each
 sensitive value once, has at least ``ceil(1/beta)`` rows and is closed only at presence <=
-alpha; residues are placed under the same checks as in the paper. Each step costs
-O(lanes * candidates * k), so the construction is O(N * candidates * k) overall.
+alpha; residues are placed under the same checks as in the paper. A pick costs
+O(candidates * k) array work, and each group a bitmap row of the quasi-identifier values;
+a batch whose groups fail to reach alpha adds one pass over the bucket queues.
 """
 
 from __future__ import annotations
