@@ -25,7 +25,9 @@ from ppdp.release import (
     Release,
     exact_count,
     exact_counts,
+    file_digest,
     load_release,
+    metadata_digest,
 )
 from ppdp.table import Role, Table, table_from_arrow
 
@@ -313,11 +315,26 @@ def saved(tmp_path: Path) -> Path:
     return publish("splu").save(tmp_path / "release")
 
 
-def edit_metadata(directory: Path, change: Callable[[dict[str, Any]], None]) -> None:
+def edit_metadata(directory: Path, change: Callable[[dict[str, Any]], None], *,
+                  redigest: bool = True) -> None:
+    """Change release.json; with ``redigest`` its digest is recomputed, as a crafted release
+    would be, so that the checks behind the digest are reached."""
     path = directory / "release.json"
     metadata = json.loads(path.read_text())
     change(metadata)
+    if redigest and isinstance(metadata, dict):
+        metadata["metadata_digest"] = metadata_digest(metadata)
     path.write_text(json.dumps(metadata))
+
+
+def rewrite_file(directory: Path, name: str, content: pa.Table | bytes) -> None:
+    """Replace a data file and record its new digest (a crafted, self-consistent release)."""
+    if isinstance(content, bytes):
+        (directory / name).write_bytes(content)
+    else:
+        pq.write_table(content, directory / name)
+    digest = file_digest(directory / name)
+    edit_metadata(directory, lambda m: m["digests"].update({name: digest}))
 
 
 def test_load_missing_directory(tmp_path: Path) -> None:
@@ -381,13 +398,14 @@ def test_load_missing_data_file(saved: Path) -> None:
 
 def test_load_refuses_a_data_file_outside_the_directory(saved: Path) -> None:
     shutil.copy(saved / "rows.parquet", saved.parent / "outside.parquet")
-    edit_metadata(saved, lambda m: m.update(files={"rows": "../outside.parquet"}))
+    edit_metadata(saved, lambda m: m.update(files={"rows": "../outside.parquet"},
+                                            digests={"../outside.parquet": "0" * 64}))
     with pytest.raises(ReleaseError, match="missing its data file"):
         load_release(saved)
 
 
 def test_load_corrupt_parquet(saved: Path) -> None:
-    (saved / "rows.parquet").write_bytes(b"this is not parquet at all")
+    rewrite_file(saved, "rows.parquet", b"this is not parquet at all")
     with pytest.raises(ReleaseError, match=r"rows\.parquet is corrupt"):
         load_release(saved)
 
@@ -418,7 +436,7 @@ def test_load_wrong_row_count(saved: Path) -> None:
 
 def test_load_missing_column(saved: Path) -> None:
     rows = pq.read_table(saved / "rows.parquet")
-    pq.write_table(rows.drop_columns(["zip"]), saved / "rows.parquet")
+    rewrite_file(saved, "rows.parquet", rows.drop_columns(["zip"]))
     with pytest.raises(ReleaseError, match="column 'zip' is missing"):
         load_release(saved)
 
@@ -430,7 +448,7 @@ def test_load_missing_column(saved: Path) -> None:
 ])
 def test_load_column_of_the_wrong_type(saved: Path, replacement: pa.Array) -> None:
     rows = pq.read_table(saved / "rows.parquet")
-    pq.write_table(rows.set_column(0, "age", replacement), saved / "rows.parquet")
+    rewrite_file(saved, "rows.parquet", rows.set_column(0, "age", replacement))
     with pytest.raises(ReleaseError, match=r"does not match its release\.json"):
         load_release(saved)
 
@@ -450,7 +468,7 @@ def test_load_anatomy_with_inconsistent_groups(tmp_path: Path) -> None:
     st = pq.read_table(target / "st.parquet")
     counts = st.column("count").to_numpy().copy()
     counts[0] += 1
-    pq.write_table(st.set_column(2, "count", pa.array(counts)), target / "st.parquet")
+    rewrite_file(target, "st.parquet", st.set_column(2, "count", pa.array(counts)))
     with pytest.raises(ReleaseError, match="ST counts do not add up"):
         load_release(target)
 
@@ -469,10 +487,9 @@ def test_save_refuses_an_existing_directory(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["release"]
 
 
-def test_save_overwrite_replaces_the_directory(tmp_path: Path) -> None:
+def test_save_overwrite_replaces_a_release(tmp_path: Path) -> None:
     target = tmp_path / "release"
     publish("dbr").save(target)
-    (target / "stale.txt").write_text("old")
     publish("anatomy").save(target, overwrite=True)
     assert sorted(p.name for p in target.iterdir()) == ["qit.parquet", "release.json",
                                                          "st.parquet"]

@@ -10,6 +10,7 @@ import functools
 import inspect
 import json
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -24,7 +25,7 @@ from rich.text import Text
 from ppdp.errors import PpdpError
 from ppdp.mechanisms.alphabeta import AlphaBeta, ViewSequence, fingerprint
 from ppdp.mechanisms.base import REQUIRED, Mechanism, get_mechanism
-from ppdp.release import Estimate, GroupedEstimate, Release
+from ppdp.release import Estimate, GroupedEstimate, Release, require_replaceable_release
 from ppdp.table import Table
 
 __all__ = ["app", "main"]
@@ -165,7 +166,8 @@ def publish(
     sep: Annotated[str | None, typer.Option(
         "--sep", help="CSV field separator (default: detected)")] = None,
     overwrite: Annotated[bool, typer.Option(
-        "--overwrite", help="replace an existing release directory")] = False,
+        "--overwrite", help="replace an existing release directory (only a directory that "
+                            "holds a ppdp release and nothing else)")] = False,
     state_dir: Annotated[Path | None, typer.Option(
         "--state-dir", help="alphabeta: where the private state of the views of a table is "
                             "kept (default: .ppdp-state beside the release)")] = None,
@@ -197,9 +199,11 @@ def publish(
     instance = mechanism_class.from_params(_parse_params(param))
     if hierarchies is not None:
         instance = _with_hierarchies(instance, hierarchies)
-    if output.exists() and not overwrite:
-        raise FileExistsError(f"{output} already exists; choose another directory or pass "
-                              f"--overwrite")
+    if os.path.lexists(output):
+        if not overwrite:
+            raise FileExistsError(f"{output} already exists; choose another directory or pass "
+                                  f"--overwrite")
+        require_replaceable_release(output)
     # A transient status line on stderr: reading, publishing and writing 10^7 rows take seconds.
     with Console(stderr=True).status(f"reading {source}") as status:
         table = _load_source(source, sensitive=sensitive, qi=qi, drop_missing=drop_missing,

@@ -2,17 +2,18 @@
 count queries are answered from it.
 
 A release directory holds ``release.json`` (format version, mechanism, public parameters,
-schema and domains, file list) and one or more Parquet files. It is written to a temporary
-directory beside the target and renamed into place, so a failed write leaves nothing behind.
+schema and declared domains, file list, SHA-256 digests of every file and of itself) and one or
+more Parquet files. It is staged beside the target and committed atomically (`ppdp.storage`);
+loading verifies every digest before reading a file. The digests catch accidents, swapped files
+and careless edits; they are not a signature (anyone can recompute them).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
-import shutil
-import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,10 +27,11 @@ import pyarrow.parquet as pq
 
 from ppdp.errors import ReleaseError, SchemaError
 from ppdp.query import BoundQuery, Cube, Query, bind, count_histogram
+from ppdp.storage import commit_directory, staged_directory
 from ppdp.table import Schema, Table
 
 FORMAT_NAME = "ppdp-release"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 METADATA_FILE = "release.json"
 
 Z95 = 1.959963984540054
@@ -159,6 +161,8 @@ class Release(ABC):
         self.schema = schema
         self.parameters = dict(parameters)
         self.n_rows = int(n_rows)
+        self.name: str | None = None
+        """The release's name in queries' FROM (its directory's name once saved or loaded)."""
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.parameters.items())
@@ -210,54 +214,81 @@ class Release(ABC):
         """Rebuild a release from its published tables (already validated to exist)."""
 
     def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """Write the release atomically: a temporary directory beside the target, then rename."""
+        """Write the release to a new directory, atomically (see `ppdp.storage`).
+
+        ``overwrite`` replaces a directory only if it holds nothing but a ppdp release.
+        ``release.json`` records a SHA-256 digest of every file and of itself, checked on load.
+        """
         target = Path(directory)
-        if target.exists() and not overwrite:
-            raise FileExistsError(f"{target} already exists; choose another directory or pass "
-                                  f"overwrite=True (CLI: --overwrite)")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial",
-                                          dir=target.parent))
-        try:
-            files = {}
+        if os.path.lexists(target):
+            if not overwrite:
+                raise FileExistsError(f"{target} already exists; choose another directory or "
+                                      f"pass overwrite=True (CLI: --overwrite)")
+            require_replaceable_release(target)
+        with staged_directory(target) as staging:
+            digests = {}
             for stem, table in self._tables().items():
                 name = f"{stem}.parquet"
-                pq.write_table(table, temporary / name, compression="zstd")
-                files[stem] = name
-            metadata = {
+                pq.write_table(table, staging / name, compression="zstd")
+                digests[name] = file_digest(staging / name)
+            metadata: dict[str, Any] = {
                 "format": FORMAT_NAME,
                 "format_version": FORMAT_VERSION,
                 "mechanism": self.mechanism,
                 "parameters": self.parameters,
                 "n_rows": self.n_rows,
                 "schema": self.schema.to_json(),
-                "files": files,
+                "files": {Path(name).stem: name for name in digests},
+                "digests": digests,
             }
-            (temporary / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
-            _fsync_directory(temporary)
-            if target.exists():
-                previous = target.with_name(f".{target.name}.previous")
-                if previous.exists():
-                    shutil.rmtree(previous)
-                target.rename(previous)
-                temporary.rename(target)
-                shutil.rmtree(previous)
-            else:
-                temporary.rename(target)
-        except BaseException:
-            shutil.rmtree(temporary, ignore_errors=True)
-            raise
+            metadata["metadata_digest"] = metadata_digest(metadata)
+            (staging / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
+            commit_directory(staging, target, overwrite=overwrite,
+                             replaceable=require_replaceable_release)
+        self.name = target.resolve().name
         return target
 
 
-def _fsync_directory(directory: Path) -> None:
-    for path in directory.iterdir():
-        with open(path, "rb") as handle:
-            os.fsync(handle.fileno())
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes, as hex."""
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def metadata_digest(metadata: Mapping[str, Any]) -> str:
+    """SHA-256 of ``release.json``'s content (all but this digest), in canonical JSON."""
+    content = {k: v for k, v in metadata.items() if k != "metadata_digest"}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def require_replaceable_release(path: Path) -> None:
+    """Raise unless ``path`` is a directory holding a ppdp release and nothing else, so that
+    ``overwrite`` never deletes a user's other files."""
+    if path.is_symlink() or not path.is_dir():
+        kind = "a symbolic link" if path.is_symlink() else "a file"
+        raise ReleaseError(f"{path} is {kind}, not a ppdp release directory; overwrite replaces "
+                           f"only a release; choose another output path")
+    try:
+        metadata = json.loads((path / METADATA_FILE).read_text())
+        files = set(metadata["files"].values()) if metadata.get("format") == FORMAT_NAME \
+            else None
+    except (OSError, ValueError, RecursionError, AttributeError, KeyError, TypeError):
+        files = None
+    if files is None:
+        raise ReleaseError(f"{path} is not a ppdp release (no valid {METADATA_FILE}); overwrite "
+                           f"replaces only a release, so its content is left alone; choose "
+                           f"another output path")
+    others = sorted(p.name for p in path.iterdir() if p.name not in files | {METADATA_FILE})
+    if others:
+        shown = ", ".join(others[:5]) + (" ..." if len(others) > 5 else "")
+        raise ReleaseError(f"{path} holds files that are not part of its release ({shown}); "
+                           f"overwrite would delete them, so it is refused; move them or choose "
+                           f"another output path")
 
 
 def load_release(directory: str | os.PathLike[str]) -> Release:
-    """Read and validate a release directory written by `Release.save`."""
+    """Read a release directory written by `Release.save`, verifying every digest."""
     # Mechanism modules register their release classes on import.
     import ppdp.mechanisms  # noqa: F401
 
@@ -269,42 +300,66 @@ def load_release(directory: str | os.PathLike[str]) -> Release:
         raise ReleaseError(f"{root} has no {METADATA_FILE}; it is not a ppdp release")
     try:
         metadata = json.loads(meta_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ReleaseError(f"{meta_path} is corrupt: {exc}") from exc
+    except (ValueError, RecursionError, OSError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else _first_line(exc)
+        raise ReleaseError(f"{meta_path} is corrupt: {reason}") from None
     if not isinstance(metadata, dict) or metadata.get("format") != FORMAT_NAME:
         raise ReleaseError(f"{meta_path} is not a ppdp release description")
     version = metadata.get("format_version")
-    if not isinstance(version, int):
+    if not isinstance(version, int) or isinstance(version, bool):
         raise ReleaseError(f"{meta_path} has no valid format_version")
     if version > FORMAT_VERSION:
         raise ReleaseError(f"{root} was written in release format {version}, newer than this "
                            f"ppdp reads ({FORMAT_VERSION}); upgrade ppdp to read it")
+    if version < FORMAT_VERSION:
+        raise ReleaseError(f"{root} was written in release format {version}, without the "
+                           f"digests this ppdp verifies; publish the release again")
+    files, digests = metadata.get("files"), metadata.get("digests")
+    if not (isinstance(files, dict) and isinstance(digests, dict)
+            and all(isinstance(v, str) for v in (*files.values(), *digests.values()))
+            and set(files.values()) == set(digests)):
+        raise ReleaseError(f"{meta_path} lacks a valid file list and digests; it is not a "
+                           f"complete ppdp release")
+    if metadata.get("metadata_digest") != metadata_digest(metadata):
+        raise ReleaseError(f"{meta_path} was changed after the release was written (its digest "
+                           f"does not match); the release cannot be trusted: publish it again")
+    for name, digest in digests.items():
+        path = root / name
+        if Path(name).name != name or not path.is_file():
+            raise ReleaseError(f"{root} is missing its data file {name!r}")
+        if file_digest(path) != digest:
+            raise ReleaseError(f"{path} does not match the digest in {METADATA_FILE} (replaced "
+                               f"or damaged); the release cannot be trusted: publish it again")
     try:
-        mechanism = metadata["mechanism"]
-        release_class = Release.registry[mechanism]
-    except KeyError as exc:
-        raise ReleaseError(f"{meta_path} names an unknown mechanism {exc}; known: "
-                           f"{sorted(Release.registry)}") from exc
+        release_class = Release.registry[metadata["mechanism"]]
+    except (KeyError, TypeError):
+        raise ReleaseError(f"{meta_path} names an unknown mechanism "
+                           f"{metadata.get('mechanism')!r}; known: "
+                           f"{sorted(Release.registry)}") from None
     try:
         schema = Schema.from_json(metadata["schema"])
         parameters = dict(metadata["parameters"])
         n_rows = int(metadata["n_rows"])
-        files = dict(metadata["files"])
     except (KeyError, TypeError, ValueError, SchemaError) as exc:
         raise ReleaseError(f"{meta_path} is incomplete or invalid: {exc}") from exc
     tables = {}
     for stem, name in files.items():
-        path = root / name
-        if not path.is_file() or Path(name).name != name:
-            raise ReleaseError(f"{root} is missing its data file {name!r}")
         try:
-            tables[stem] = pq.read_table(path)
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise ReleaseError(f"{path} is corrupt: {exc}") from exc
+            tables[stem] = pq.read_table(root / name)
+        except (pa.ArrowException, OSError) as exc:
+            raise ReleaseError(f"{root / name} is corrupt: {_first_line(exc)}") from exc
     try:
-        return release_class._from_tables(schema, parameters, n_rows, tables)
-    except (KeyError, SchemaError, ValueError) as exc:
-        raise ReleaseError(f"{root} does not match its {METADATA_FILE}: {exc}") from exc
+        release = release_class._from_tables(schema, parameters, n_rows, tables)
+    except Exception as exc:  # any failure to rebuild means the files disagree
+        raise ReleaseError(f"{root} does not match its {METADATA_FILE}: "
+                           f"{_first_line(exc) or type(exc).__name__}") from exc
+    release.name = root.resolve().name
+    return release
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 # -- helpers for mechanisms that publish rows ----------------------------------------------

@@ -447,7 +447,7 @@ def test_release_round_trip_and_file_contents(adult, tmp_path):
     assert parameters["gamma"] == pytest.approx(release.gammas.tolist())
     # Nothing else: no seed, no partition counts (only the row total n_rows is public).
     assert set(metadata) == {"format", "format_version", "mechanism", "parameters", "n_rows",
-                             "schema", "files"}
+                             "schema", "files", "digests", "metadata_digest"}
     text = (path / "release.json").read_text().lower()
     assert "seed" not in text and "8675309" not in text and "\"counts\"" not in text
     # The sub-table domains SA_i are published, and only them.

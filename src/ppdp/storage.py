@@ -1,0 +1,207 @@
+"""Writes that cannot destroy: directories staged beside their target and committed atomically.
+
+A directory (a release, the private state of alpha-beta views) is written into a hidden staging
+directory ``.NAME.<random>.ppdp-partial`` beside its target, then committed:
+
+- to a target that does not exist, by one ``rename``, under an exclusive lock on the parent
+  directory, so that of two writers racing for the same name exactly one succeeds and the other
+  gets FileExistsError;
+- over an existing target only when the caller allows it and the caller's ``replaceable`` check
+  accepts what is there (for releases: a directory holding nothing but a ppdp release); the two
+  directories are exchanged atomically (Linux ``renameat2(RENAME_EXCHANGE)``; elsewhere two
+  renames under the lock), and the old one is then removed.
+
+While a staging directory is being filled its owner holds an ``flock`` on it. SIGTERM during the
+write raises SystemExit in the main thread, so the staging directory is removed on the way out;
+after a SIGKILL the lock dies with the process, and the next write beside it removes the
+unlocked leftovers of that name pattern (and nothing else). Loading never looks at them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import re
+import secrets
+import shutil
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on POSIX: no locks, renames stay atomic
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["commit_directory", "staged_directory", "write_atomic"]
+
+PARTIAL_SUFFIX = ".ppdp-partial"
+_PARTIAL = re.compile(r"^\..+\.[0-9a-f]{16}" + re.escape(PARTIAL_SUFFIX) + "$")
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+@contextlib.contextmanager
+def _locked(path: Path, *, blocking: bool = True) -> Iterator[bool]:
+    """An exclusive ``flock`` on a file or directory; yields whether it was obtained."""
+    if fcntl is None:
+        yield True
+        return
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(descriptor)
+
+
+@contextlib.contextmanager
+def terminate_cleanly() -> Iterator[None]:
+    """Turn SIGTERM into SystemExit(143) while the block runs, so cleanup code runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _remove_stale_partials(parent: Path) -> list[Path]:
+    """Remove staging directories in ``parent`` that no live writer holds (left by SIGKILL);
+    the caller holds the parent's lock."""
+    removed = []
+    try:
+        entries = list(parent.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if not _PARTIAL.match(entry.name) or entry.is_symlink() or not entry.is_dir():
+            continue
+        try:
+            with _locked(entry, blocking=False) as free:
+                if free:
+                    shutil.rmtree(entry)
+                    removed.append(entry)
+        except OSError:
+            continue
+    return removed
+
+
+@contextlib.contextmanager
+def staged_directory(target: str | os.PathLike[str]) -> Iterator[Path]:
+    """A fresh, locked staging directory beside ``target``; removed on any failure.
+
+    The caller fills it and commits it with `commit_directory` inside the block.
+    """
+    target = Path(target)
+    parent = target.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    staging = parent / f".{target.name}.{secrets.token_hex(8)}{PARTIAL_SUFFIX}"
+    with terminate_cleanly(), contextlib.ExitStack() as stack:
+        # Created and locked under the parent's lock, so that another writer's clean-up of
+        # stale staging directories (under the same lock) never sees it unlocked.
+        with _locked(parent):
+            _remove_stale_partials(parent)
+            staging.mkdir()
+            stack.callback(shutil.rmtree, staging, ignore_errors=True)
+            stack.enter_context(_locked(staging))
+        # After a commit the name holds the replaced directory (or nothing): removed on exit.
+        yield staging
+
+
+def commit_directory(staging: Path, target: str | os.PathLike[str], *, overwrite: bool = False,
+                     replaceable: Callable[[Path], None] | None = None) -> Path:
+    """Move a filled staging directory to ``target`` atomically.
+
+    Without ``overwrite`` an existing target is a FileExistsError, decided under a lock on the
+    parent directory so that concurrent writers cannot both succeed. With it, ``replaceable``
+    (which raises when the target must not be replaced) is asked first; the old directory ends
+    up at ``staging`` and is removed when the staging block exits.
+    """
+    target = Path(target)
+    _fsync_tree(staging)
+    with _locked(target.parent):
+        if not os.path.lexists(target):
+            os.rename(staging, target)
+        elif not overwrite:
+            raise FileExistsError(f"{target} already exists; choose another directory or pass "
+                                  f"overwrite=True (CLI: --overwrite)")
+        else:
+            if replaceable is not None:
+                replaceable(target)
+            _exchange(staging, target)
+        _fsync_directory(target.parent)
+    return target
+
+
+def _exchange(first: Path, second: Path) -> None:
+    """Swap two directory entries atomically where the system can, else by two renames."""
+    function = getattr(_libc(), "renameat2", None)
+    if function is not None:
+        result = function(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second),
+                          _RENAME_EXCHANGE)
+        if result == 0:
+            return
+        code = ctypes.get_errno()
+        if code not in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+            raise OSError(code, os.strerror(code), str(second))
+    aside = first.with_name(f"{first.name}.old")
+    os.rename(second, aside)
+    os.rename(first, second)
+    os.rename(aside, first)
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:  # pragma: no cover - no C library to ask
+        return None
+
+
+def _fsync_tree(directory: Path) -> None:
+    for path in directory.rglob("*"):
+        if path.is_file():
+            with open(path, "rb") as handle:
+                os.fsync(handle.fileno())
+    _fsync_directory(directory)
+
+
+def _fsync_directory(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        descriptor = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write bytes to a temporary file beside ``path``, then rename it into place: a failed
+    write leaves the previous file (or none) behind, never a partial one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    with terminate_cleanly():
+        try:
+            with open(temporary, "xb") as file:
+                file.write(data)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temporary, path)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+    return path

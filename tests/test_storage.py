@@ -1,0 +1,275 @@
+"""Writes that cannot destroy (ppdp.storage, Release.save): what overwrite may replace,
+concurrent publishes, and what SIGTERM and SIGKILL leave behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ppdp.errors import ReleaseError
+from ppdp.release import load_release
+from ppdp.storage import PARTIAL_SUFFIX, commit_directory, staged_directory
+from tests.test_release import publish
+
+
+def listing(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+# -- overwrite replaces only a release -----------------------------------------------------
+
+
+def test_overwrite_refuses_a_folder_that_is_not_a_release(tmp_path: Path) -> None:
+    target = tmp_path / "mydata"
+    (target / "notes").mkdir(parents=True)
+    (target / "notes" / "a.txt").write_text("keep me")
+    (target / "readme.md").write_text("mine")
+    with pytest.raises(ReleaseError, match=r"not a ppdp release.*left alone"):
+        publish("dbr").save(target, overwrite=True)
+    assert listing(target) == ["notes", "readme.md"]
+    assert (target / "notes" / "a.txt").read_text() == "keep me"
+    assert listing(tmp_path) == ["mydata"]
+
+
+def test_overwrite_refuses_a_release_holding_other_files(tmp_path: Path) -> None:
+    target = tmp_path / "release"
+    publish("dbr").save(target)
+    (target / "notes.txt").write_text("my notes")
+    with pytest.raises(ReleaseError, match=r"not part of its release \(notes\.txt\)"):
+        publish("splu").save(target, overwrite=True)
+    assert (target / "notes.txt").read_text() == "my notes"
+    assert type(load_release(target)).mechanism == "dbr"
+
+
+@pytest.mark.parametrize("kind", ["file", "symlink"])
+def test_overwrite_refuses_a_file_and_leaves_it_alone(tmp_path: Path, kind: str) -> None:
+    target = tmp_path / "afile"
+    if kind == "file":
+        target.write_text("precious")
+    else:
+        (tmp_path / "real").mkdir()
+        target.symlink_to(tmp_path / "real")
+    with pytest.raises(ReleaseError, match=f"is a {'file' if kind == 'file' else 'symbolic'}"):
+        publish("splu").save(target, overwrite=True)
+    if kind == "file":
+        assert target.read_text() == "precious"
+    assert listing(tmp_path) == sorted(["afile", *(["real"] if kind == "symlink" else [])])
+
+
+def test_overwrite_of_a_release_leaves_no_trace_of_the_old_one(tmp_path: Path) -> None:
+    target = tmp_path / "release"
+    publish("dbr").save(target)
+    publish("splu").save(target, overwrite=True)
+    assert listing(tmp_path) == ["release"]
+    assert type(load_release(target)).mechanism == "splu"
+
+
+# -- concurrent publishes ------------------------------------------------------------------
+
+
+def test_a_target_taken_while_publishing_is_not_replaced(tmp_path: Path) -> None:
+    """The race of two publishes: the second finds the name taken at commit time."""
+    target = tmp_path / "same"
+    with pytest.raises(FileExistsError), staged_directory(target) as staging:
+        (staging / "x").write_text("second")
+        publish("dbr").save(target)  # the first publish lands meanwhile
+        commit_directory(staging, target)
+    assert type(load_release(target)).mechanism == "dbr"
+    assert listing(tmp_path) == ["same"]
+
+
+def test_concurrent_saves_exactly_one_wins(tmp_path: Path) -> None:
+    for trial in range(4):
+        target = tmp_path / f"same{trial}"
+        releases = [publish(name) for name in ("splu", "dbr", "anatomy", "splu")]
+        outcomes: list[str] = []
+        barrier = threading.Barrier(len(releases))
+
+        def save(release, outcomes=outcomes, barrier=barrier, target=target) -> None:
+            barrier.wait()
+            try:
+                release.save(target)
+                outcomes.append("saved")
+            except FileExistsError:
+                outcomes.append("exists")
+
+        threads = [threading.Thread(target=save, args=(r,)) for r in releases]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(outcomes) == ["exists", "exists", "exists", "saved"]
+        load_release(target)
+    assert all(PARTIAL_SUFFIX not in name for name in listing(tmp_path))
+
+
+CONCURRENT_SCRIPT = textwrap.dedent("""
+    import sys, time
+    from tests.test_release import publish
+    release = publish(sys.argv[2])
+    time.sleep(max(0.0, float(sys.argv[3]) - time.time()))
+    try:
+        release.save(sys.argv[1])
+    except FileExistsError:
+        sys.exit(3)
+""")
+
+
+def test_concurrent_processes_exactly_one_wins(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[1]
+    for trial in range(3):
+        target = tmp_path / f"same{trial}"
+        start = time.time() + 3.0
+        processes = [subprocess.Popen([sys.executable, "-c", CONCURRENT_SCRIPT, str(target),
+                                       name, str(start)], cwd=root)
+                     for name in ("splu", "dbr", "anatomy", "dbr")]
+        codes = sorted(p.wait(timeout=120) for p in processes)
+        assert codes == [0, 3, 3, 3]
+        load_release(target)
+    assert all(PARTIAL_SUFFIX not in name for name in listing(tmp_path))
+
+
+# -- interrupted writes --------------------------------------------------------------------
+
+SLOW_SAVE_SCRIPT = textwrap.dedent("""
+    import sys, time
+    import pyarrow.parquet as pq
+    from tests.test_release import publish
+    release = publish("splu")
+    original = pq.write_table
+    def slow(*args, **kwargs):
+        original(*args, **kwargs)
+        print("writing", flush=True)
+        time.sleep(60)
+    pq.write_table = slow
+    release.save(sys.argv[1])
+""")
+
+
+def start_slow_save(target: Path) -> subprocess.Popen[str]:
+    root = Path(__file__).resolve().parents[1]
+    process = subprocess.Popen([sys.executable, "-c", SLOW_SAVE_SCRIPT, str(target)], cwd=root,
+                               stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "writing"
+    return process
+
+
+def test_sigterm_during_save_leaves_nothing(tmp_path: Path) -> None:
+    process = start_slow_save(tmp_path / "release")
+    assert any(PARTIAL_SUFFIX in name for name in listing(tmp_path))
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=30) == 128 + signal.SIGTERM
+    assert listing(tmp_path) == []
+
+
+def test_sigkill_leftovers_are_ignored_and_cleaned_by_the_next_save(tmp_path: Path) -> None:
+    process = start_slow_save(tmp_path / "release")
+    process.kill()
+    process.wait(timeout=30)
+    leftovers = [name for name in listing(tmp_path) if PARTIAL_SUFFIX in name]
+    assert len(leftovers) == 1
+    with pytest.raises(ReleaseError):
+        load_release(tmp_path / "release")
+    publish("dbr").save(tmp_path / "other")
+    assert listing(tmp_path) == ["other"]
+
+
+def test_a_live_writer_is_not_cleaned_away(tmp_path: Path) -> None:
+    process = start_slow_save(tmp_path / "release")
+    try:
+        publish("dbr").save(tmp_path / "other")
+        assert len([n for n in listing(tmp_path) if PARTIAL_SUFFIX in n]) == 1
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+
+
+def test_staging_directories_of_other_programs_are_never_touched(tmp_path: Path) -> None:
+    foreign = [tmp_path / ".notes.partial", tmp_path / f".x.zz{PARTIAL_SUFFIX}",
+               tmp_path / "data.ppdp-partial"]
+    for path in foreign:
+        path.mkdir()
+        (path / "file").write_text("mine")
+    publish("dbr").save(tmp_path / "release")
+    assert all((path / "file").read_text() == "mine" for path in foreign)
+
+
+# -- tampering -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_releases(tmp_path: Path) -> tuple[Path, Path]:
+    from ppdp import SPLUGen
+    from tests.test_release import small_table
+
+    three = SPLUGen(gamma=3).publish(small_table(), random_state=1).save(tmp_path / "g3")
+    four = SPLUGen(gamma=4).publish(small_table(), random_state=2).save(tmp_path / "g4")
+    return three, four
+
+
+def test_swapped_data_files_are_refused(two_releases: tuple[Path, Path]) -> None:
+    three, four = two_releases
+    (four / "rows.parquet").write_bytes((three / "rows.parquet").read_bytes())
+    with pytest.raises(ReleaseError, match=r"rows\.parquet does not match the digest"):
+        load_release(four)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda m: m["parameters"].update(gamma=2),
+    lambda m: m.update(mechanism="dbr"),
+    lambda m: [c.update(role="quasi-identifier") for c in m["schema"]
+               if c["role"] == "sensitive"],
+    lambda m: m.update(n_rows=m["n_rows"] + 1),
+    lambda m: m["schema"][0]["domain"].reverse(),
+])
+def test_edited_release_json_is_refused(two_releases: tuple[Path, Path], edit) -> None:
+    path = two_releases[0] / "release.json"
+    metadata = json.loads(path.read_text())
+    edit(metadata)
+    path.write_text(json.dumps(metadata, indent=2))
+    with pytest.raises(ReleaseError, match="changed after the release was written"):
+        load_release(two_releases[0])
+
+
+def test_release_json_of_another_release_is_refused(two_releases: tuple[Path, Path]) -> None:
+    three, four = two_releases
+    (three / "release.json").write_bytes((four / "release.json").read_bytes())
+    with pytest.raises(ReleaseError, match="does not match the digest"):
+        load_release(three)
+
+
+def test_an_unchanged_release_loads_after_a_copy(two_releases: tuple[Path, Path],
+                                                 tmp_path: Path) -> None:
+    import shutil
+
+    copy = Path(shutil.copytree(two_releases[0], tmp_path / "copy"))
+    os.utime(copy / "rows.parquet", (0, 0))
+    assert load_release(copy).count("disease = 'flu'") == load_release(
+        two_releases[0]).count("disease = 'flu'")
+
+
+def test_deeply_nested_release_json_is_one_error(two_releases: tuple[Path, Path]) -> None:
+    (two_releases[0] / "release.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ReleaseError, match="nested too deeply"):
+        load_release(two_releases[0])
+
+
+def test_older_format_without_digests_is_refused(two_releases: tuple[Path, Path]) -> None:
+    path = two_releases[0] / "release.json"
+    metadata = json.loads(path.read_text())
+    for key in ("digests", "metadata_digest"):
+        metadata.pop(key)
+    metadata["format_version"] = 1
+    path.write_text(json.dumps(metadata))
+    with pytest.raises(ReleaseError, match="format 1, without the digests"):
+        load_release(two_releases[0])
