@@ -7,6 +7,7 @@ plain Python, on random tables and random predicates built from the syntax class
 from __future__ import annotations
 
 import operator
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -16,8 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ppdp import query as query_module
 from ppdp.errors import QueryError
 from ppdp.query import (
+    MAX_DEPTH,
+    MAX_QUERY_CHARS,
+    MAX_TERMS,
     And,
     Arith,
     Between,
@@ -575,3 +580,269 @@ def test_split_rejects_a_comparison_between_a_split_column_and_another() -> None
     rest, combos = pieces[0]
     assert isinstance(rest, RowCondition)
     assert combos.tolist() == [False, True]
+
+
+# ---------------------------------------------------------------------------------------------
+# Types enforced in queries
+
+
+@pytest.mark.parametrize("text", [
+    "sex > 3", "sex = 3", "sex != 3", "sex < 3", "sex <= 3", "sex >= 3", "3 < sex",
+    "sex = 2.5", "sex IN ('Male', 3)", "sex BETWEEN 'A' AND 3", "NOT sex BETWEEN 1 AND 3",
+])
+def test_text_column_compared_with_a_number_is_an_error(text: str) -> None:
+    with pytest.raises(QueryError, match=r"column 'sex' holds text; quote the value"):
+        bind(text, people().schema)
+
+
+def test_text_column_compared_with_quoted_text_is_fine() -> None:
+    table = people()
+    assert count(table, "sex < 'M'") == 3
+    assert count(table, "sex >= 'M'") == 3
+    assert count(table, "sex IN ('Male')") == 3
+    assert count(table, "marital-status BETWEEN 'D' AND 'N'") == 4
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("age / 0 > 1", "age / 0"),
+    ("age / (1 - 1) > 1", r"age / \(1 - 1\)"),
+    ("age / (age - 30) > 1", r"age / \(age - 30\): age - 30 is 0 for some value of age"),
+    ("age / (iinjury - 1) > 1", r"age / \(iinjury - 1\): iinjury - 1 is 0"),
+    ("age + 1 < age / (2 - iinjury)", r"age / \(2 - iinjury\)"),
+    ("1 / 0 = 1", "1 / 0"),
+])
+def test_division_by_zero_names_the_expression(text: str, shown: str) -> None:
+    with pytest.raises(QueryError, match=f"division by zero in {shown}"):
+        bind(text, people().schema)
+
+
+def test_divisors_over_large_domains_are_checked_on_the_rows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Domains of iinjury include 1, but no row has it.
+    schema = Schema((Column("age", Role.QUASI_IDENTIFIER, (20, 30, 40)),
+                     Column("iinjury", Role.QUASI_IDENTIFIER, (1, 2, 3))))
+    table = Table(schema, {"age": np.array([0, 1, 2]), "iinjury": np.array([1, 2, 2])})
+    with pytest.raises(QueryError, match="division by zero"):
+        bind("age / (iinjury - 1) > 10", schema)
+    monkeypatch.setattr(query_module, "_MAX_DIVISOR_GRID", 1)
+    bound = bind("age / (iinjury - 1) > 10", schema)
+    assert int(count_histogram(table.cube, bound.predicate, ())) == 3  # 20/1, 30/2, 40/2
+    zero = Table(schema, {"age": np.array([0, 1]), "iinjury": np.array([0, 1])})
+    with pytest.raises(QueryError, match=r"division by zero in age / \(iinjury - 1\)"):
+        count_histogram(zero.cube, bound.predicate, ())
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("age > 1e400", "too large"),
+    ("age > 1" + "0" * 400, "too large"),
+    ("age = 'nan'", "not a finite number"),
+    ("'a' < 1", "compares text with a number"),
+    ("'a' * 3 = 'aaa'", "arithmetic"),
+    ("age + 1 = '3'", "compare text only with a text column"),
+    ("age = 'abc", "cannot parse"),
+    ("date(1) = 3", r"DATE\(\.\.\.\) is not supported"),
+    ("age = ARRAY[ARRAY[ARRAY[1]]]", "brackets"),
+    ("age = 1; age = 2", "only SELECT COUNT"),
+    ("SELECT COUNT(*) FROM t TABLESAMPLE (10 PERCENT)", "not supported"),
+    ("age = \x00", "unknown column"),
+])
+def test_malformed_queries_are_query_errors(text: str, message: str) -> None:
+    with pytest.raises(QueryError, match=message):
+        bind(text, people().schema)
+
+
+# ---------------------------------------------------------------------------------------------
+# The table named in FROM
+
+
+def test_from_keeps_the_table_name() -> None:
+    assert parse_query("SELECT COUNT(*) FROM users WHERE age > 3").table == "users"
+    assert parse_query('SELECT COUNT(*) FROM "adult-2024"').table == "adult-2024"
+    assert parse_query("age > 3").table is None
+    assert parse_query("SELECT COUNT(*) WHERE age > 3").table is None
+
+
+def test_from_must_name_t_or_the_table() -> None:
+    schema = people().schema
+    text = "SELECT COUNT(*) FROM users WHERE age > 25"
+    with pytest.raises(QueryError, match=r"counts rows of 'users', but this table has no name; "
+                                         r"write FROM t or leave FROM out"):
+        bind(text, schema)
+    with pytest.raises(QueryError, match=r"counts rows of 'users', but this table is 'adult'; "
+                                         r"write FROM adult or FROM t, or leave FROM out"):
+        bind(text, schema, table_name="adult")
+    with pytest.raises(QueryError, match=r'write FROM "adult-2024" or FROM t'):
+        bind(text, schema, table_name="adult-2024")
+    table = people()
+    for query in ["SELECT COUNT(*) FROM t WHERE age > 25", "SELECT COUNT(*) FROM T WHERE age > 25",
+                  "SELECT COUNT(*) WHERE age > 25", "age > 25"]:
+        bound = bind(query, schema)
+        assert int(count_histogram(table.cube, bound.predicate, ())) == 4
+    for query in ["SELECT COUNT(*) FROM adult WHERE age > 25",
+                  "SELECT COUNT(*) FROM ADULT WHERE age > 25", "SELECT COUNT(*) FROM t"]:
+        bind(query, schema, table_name="Adult")
+
+
+@pytest.mark.parametrize("text", [
+    "SELECT COUNT(*) FROM db.users", "SELECT COUNT(*) FROM (SELECT 1)",
+])
+def test_from_must_name_one_table(text: str) -> None:
+    with pytest.raises(QueryError, match="FROM must name one table"):
+        parse_query(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Queries of any size
+
+
+def large_table(n_rows: int = 3_000, seed: int = 0) -> Table:
+    """Columns ``a`` (values 0..999), ``b`` (0..49) and text ``s``; a value is its code."""
+    rng = np.random.default_rng(seed)
+    schema = Schema((Column("a", Role.QUASI_IDENTIFIER, tuple(range(1000))),
+                     Column("b", Role.QUASI_IDENTIFIER, tuple(range(50))),
+                     Column("s", Role.QUASI_IDENTIFIER, ("ant", "bee", "cat", "dog"))))
+    return Table(schema, {"a": rng.integers(0, 1000, n_rows), "b": rng.integers(0, 50, n_rows),
+                          "s": rng.integers(0, 4, n_rows)})
+
+
+def random_term(rng: np.random.Generator, table: Table,
+                kinds: tuple[int, ...] = (0, 1, 2, 3, 4)) -> tuple[str, np.ndarray]:
+    """A random comparison as SQL, and its truth on every row by numpy."""
+    a, b = table.values("a"), table.values("b")
+    kind = int(rng.choice(kinds))
+    if kind == 0:
+        value = int(rng.integers(0, 1000))
+        return f"a = {value}", a == value
+    if kind == 1:
+        value = int(rng.integers(0, 50))
+        return f"b < {value}", b < value
+    if kind == 2:
+        word = str(rng.choice(["ant", "bee", "cat", "dog"]))
+        return f"s != '{word}'", table.values("s") != word
+    if kind == 3:
+        value = int(rng.integers(0, 1050))
+        return f"a + b > {value}", a + b > value
+    low = int(rng.integers(0, 1000))
+    return f"a BETWEEN {low} AND {low + 300}", (a >= low) & (a <= low + 300)
+
+
+def test_fifty_nested_parentheses_and_four_hundred_ors() -> None:
+    table = people()
+    ages = table.values("age")
+    assert count(table, "(" * 50 + "age = 20" + ")" * 50) == np.count_nonzero(ages == 20)
+    values = [20, 40] * 200
+    assert count(table, " OR ".join(f"age = {v}" for v in values)) == \
+        np.count_nonzero(np.isin(ages, values))
+    assert count(table, "(" * 50 + " OR ".join(f"(age = {v})" for v in values) + ")" * 50) == 3
+
+
+def test_thousand_term_chains_and_lists_match_numpy() -> None:
+    table = large_table()
+    rng = np.random.default_rng(1)
+    terms = [random_term(rng, table) for _ in range(1000)]
+    either = " OR ".join(text for text, _ in terms)
+    assert count(table, either) == np.count_nonzero(np.logical_or.reduce([m for _, m in terms]))
+    negated = [(f"NOT {text}", ~mask) for text, mask in terms]
+    both = " AND ".join(text for text, _ in negated)
+    assert count(table, both) == np.count_nonzero(np.logical_and.reduce([m for _, m in negated]))
+    values = rng.integers(0, 1000, 1000).tolist()
+    listed = f"a IN ({', '.join(map(str, values))})"
+    assert count(table, listed) == np.count_nonzero(np.isin(table.values("a"), values))
+    assert count(table, "NOT " + listed) == np.count_nonzero(~np.isin(table.values("a"), values))
+    # Mixed: ORs of ANDs of four terms each, with an IN list of five values in every group.
+    groups, masks = [], []
+    for _ in range(100):
+        four = [random_term(rng, table) for _ in range(4)]
+        some = rng.integers(0, 1000, 5).tolist()
+        groups.append("(" + " AND ".join(t for t, _ in four)
+                      + f" OR a IN ({', '.join(map(str, some))}))")
+        masks.append(np.logical_and.reduce([m for _, m in four])
+                     | np.isin(table.values("a"), some))
+    mixed = " OR ".join(groups)
+    assert count(table, mixed) == np.count_nonzero(np.logical_or.reduce(masks))
+
+
+def nested(table: Table, levels: int, seed: int,
+           kinds: tuple[int, ...] = (0, 1, 2, 3, 4)) -> tuple[str, np.ndarray]:
+    """Conditions nested ``levels`` deep, alternating AND and OR (and some NOT)."""
+    rng = np.random.default_rng(seed)
+    text, mask = random_term(rng, table, kinds)
+    for level in range(levels):
+        term, truth = random_term(rng, table, kinds)
+        if level % 2:
+            text, mask = f"({term} AND ({text}))", truth & mask
+        else:
+            text, mask = f"(({text}) OR {term})", mask | truth
+        if level % 7 == 3:
+            text, mask = f"NOT {text}", ~mask
+    return text, mask
+
+
+def test_two_hundred_levels_match_numpy() -> None:
+    table = large_table()
+    text, mask = nested(table, 200, seed=2)
+    steps = np.array([{"(": 1, ")": -1}.get(c, 0) for c in text])
+    assert np.cumsum(steps).max() >= 200
+    assert count(table, text) == np.count_nonzero(mask)
+    assert count(table, f"SELECT COUNT(*) FROM t WHERE {text}") == np.count_nonzero(mask)
+    assert count(table, "(" * 200 + "a < 500 AND b > 10" + ")" * 200) == np.count_nonzero(
+        (table.values("a") < 500) & (table.values("b") > 10))
+    # The bound predicate stays deep: evaluating, listing and splitting it do not recurse.
+    predicate = bind(text, table.schema).predicate
+    np.testing.assert_array_equal(predicate.evaluate(table.codes, table.n_rows), mask)
+    assert len(predicate.atoms()) >= 100
+    text, mask = nested(table, 200, seed=3, kinds=(0, 1, 3, 4))
+    predicate = bind(f"s != 'dog' AND {text}", table.schema).predicate
+    mask &= table.values("s") != "dog"
+    covered = np.zeros(table.n_rows, dtype=bool)
+    for rest, combos in split(predicate, ["s"], table.schema.sizes()):
+        covered |= rest.evaluate(table.codes, table.n_rows) & combos[table.codes["s"]]
+    np.testing.assert_array_equal(covered, mask)
+
+
+def test_syntax_trees_deeper_than_the_recursion_limit_bind() -> None:
+    table = large_table(200)
+    a, b = table.values("a"), table.values("b")
+    depth = 3 * sys.getrecursionlimit()
+    condition: Condition = Compare("<", Col("a"), Lit(500))
+    mask = a < 500
+    chained: Expr = Col("b")
+    for level in range(depth):
+        if level % 3:
+            condition, mask = Not(condition), ~mask
+        else:
+            term = Compare("<", Col("a"), Arith("+", Col("b"), Lit(level)))
+            condition, mask = And((term, condition)), (a < b + level) & mask
+        chained = Arith("+", chained, Lit(1))
+    bound = bind(Query(where=condition), table.schema)
+    assert int(count_histogram(table.cube, bound.predicate, ())) == np.count_nonzero(mask)
+    long_sum = bind(Query(where=Compare(">", chained, Col("a"))), table.schema)
+    assert int(count_histogram(table.cube, long_sum.predicate, ())) == np.count_nonzero(
+        b + depth > a)
+
+
+def test_queries_over_the_limits_are_refused() -> None:
+    schema = people().schema
+    with pytest.raises(QueryError, match=f"at most {MAX_TERMS:,} are supported"):
+        parse_query(" OR ".join(["age = 20"] * (MAX_TERMS + 1)))
+    assert count(people(), f"age IN ({', '.join(['20'] * MAX_TERMS)})") == 2
+    with pytest.raises(QueryError, match=f"{MAX_TERMS + 1:,} terms"):
+        parse_query(f"age IN ({', '.join(['20'] * (MAX_TERMS + 1))})")
+    deep = "(" * (MAX_DEPTH + 1) + "age = 20" + ")" * (MAX_DEPTH + 1)
+    with pytest.raises(QueryError, match=f"at most {MAX_DEPTH:,} levels"):
+        parse_query(deep)
+    bind("(" * MAX_DEPTH + "age = 20" + ")" * MAX_DEPTH, schema)
+    with pytest.raises(QueryError, match=f"at most {MAX_QUERY_CHARS:,}"):
+        parse_query("age = 20" + " " * MAX_QUERY_CHARS + "OR age = 30")
+    with pytest.raises(QueryError, match="nested too deeply"):
+        parse_query("NOT " * 5_000 + "age = 20")
+    # Quoted text does not count.
+    assert count(people(), "sex != '" + "(" * 5000 + ", OR " * 5000 + "'") == 6
+
+
+def test_a_deep_parse_restores_the_recursion_limit() -> None:
+    limit = sys.getrecursionlimit()
+    parse_query("(" * 300 + "age = 20" + ")" * 300)
+    with pytest.raises(QueryError):
+        parse_query("NOT " * 5_000 + "age = 20")
+    assert sys.getrecursionlimit() == limit
