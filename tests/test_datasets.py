@@ -15,33 +15,59 @@ from ppdp.table import Role
 
 ADULT_CSV = (Path(__file__).resolve().parents[2] / "shared" / "datasets" / "adult"
              / "adult-arx-9attr.csv")
+# The sizes of the values present (the alpha-beta paper's domains, m = 648,023,040) and of the
+# UCI codebook's domains the bundled table declares (ages 17..90, 87 and 89 absent from the
+# rows; 8 workclasses, Never-worked absent).
 ADULT_SIZES = {"sex": 2, "age": 72, "race": 5, "marital-status": 7, "education": 16,
                "native-country": 41, "workclass": 7, "occupation": 14, "salary-class": 2}
+CODEBOOK_SIZES = {**ADULT_SIZES, "age": 74, "workclass": 8}
 
 
-def test_adult_shape_and_domains() -> None:
-    table = ppdp.datasets.adult()
+@pytest.mark.parametrize(("observed", "sizes", "m"), [(False, CODEBOOK_SIZES, 761_169_920),
+                                                      (True, ADULT_SIZES, 648_023_040)])
+def test_adult_shape_and_domains(observed: bool, sizes: dict[str, int], m: int) -> None:
+    table = ppdp.datasets.adult(observed_domains=observed)
     assert len(table) == 30_162
     assert table.dropped_rows == 0
     assert table.schema.names == tuple(ADULT_SIZES)
-    assert table.schema.sizes() == ADULT_SIZES
-    assert math.prod(ADULT_SIZES.values()) == 648_023_040
+    assert table.schema.sizes() == sizes
+    assert math.prod(sizes.values()) == m
     assert table.schema["age"].kind == "int"
     assert table.schema["age"].domain[0] == 17
     assert table.schema["sex"].domain == ("Female", "Male")
     assert table.schema["salary-class"].domain == ("<=50K", ">50K")
     assert all(c.role is Role.QUASI_IDENTIFIER for c in table.schema.columns)
+    # Either way the domains are declared public: a release may list them.
+    assert all(c.declared for c in table.schema.columns)
+    present = {name: set(table.values(name).tolist()) for name in table.schema.names}
+    absent = {name: set(table.schema[name].domain) - present[name]
+              for name in table.schema.names}
+    if observed:
+        assert not any(absent.values())
+    else:
+        assert table.schema["age"].domain == tuple(range(17, 91))
+        assert {k: v for k, v in absent.items() if v} == {"age": {87, 89},
+                                                          "workclass": {"Never-worked"}}
 
 
 def test_adult_matches_shared_csv() -> None:
     if not ADULT_CSV.is_file():
         pytest.skip(f"shared dataset not found at {ADULT_CSV}")
-    bundled = ppdp.datasets.adult()
+    bundled = ppdp.datasets.adult(observed_domains=True)
     source = read_table(ADULT_CSV)
     assert source.schema == bundled.schema
+    assert not any(c.declared for c in source.schema.columns)
     for name in bundled.schema.names:
         assert Counter(bundled.values(name).tolist()) == Counter(source.values(name).tolist())
         assert (bundled.codes[name] == source.codes[name]).all()
+    # With the codebook's domains declared, the CSV gives the bundled table.
+    codebook = ppdp.datasets.adult()
+    with resources.as_file(resources.files("ppdp.datasets") / "adult.domains.json") as path:
+        declared = read_table(ADULT_CSV, domains=path)
+    assert declared.schema == codebook.schema
+    assert all(c.declared for c in declared.schema.columns)
+    for name in codebook.schema.names:
+        assert (codebook.codes[name] == declared.codes[name]).all()
 
 
 def test_adult_roles() -> None:

@@ -339,3 +339,250 @@ def test_float_nan_in_arrow_is_missing() -> None:
     data = pa.table({"f": [1.0, math.nan]})
     with pytest.raises(MissingValuesError, match=r"f \(1\)"):
         read_table(data)
+
+
+# --- mostly numeric CSV columns --------------------------------------------------------------
+
+def ages_with_typos(tmp_path: Path) -> Path:
+    """200 ages and three cells that are not numbers: 'abc' twice and '4O' (letter O)."""
+    ages = [str(20 + i % 60) for i in range(200)]
+    ages[10], ages[50], ages[120] = "abc", "4O", "abc"
+    return write(tmp_path, "age,sex\n" + "".join(f"{a},{'MF'[i % 2]}\n"
+                                                  for i, a in enumerate(ages)))
+
+
+def test_mostly_numeric_column_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(SchemaError) as info:
+        read_table(ages_with_typos(tmp_path))
+    message = str(info.value)
+    assert "column 'age'" in message
+    assert "3 of its 200 values are not: 'abc', '4O';" in message
+    assert 'non_numeric="missing"' in message and 'non_numeric="text"' in message
+    assert "\n" not in message
+
+
+def test_mostly_numeric_error_shows_five_values(tmp_path: Path) -> None:
+    cells = [str(i) for i in range(100)] + ["a", "b", "c", "d", "e", "f", "g", "g"]
+    path = write(tmp_path, "n\n" + "\n".join(cells) + "\n")
+    with pytest.raises(SchemaError,
+                       match=r"8 of its 108 values are not: 'g', 'a', 'b', 'c', 'd', and 2 more;"):
+        read_table(path)
+
+
+def test_non_numeric_missing_then_drop(tmp_path: Path) -> None:
+    path = ages_with_typos(tmp_path)
+    with pytest.raises(MissingValuesError, match=r"missing values in 1 column: age \(3\)"):
+        read_table(path, non_numeric="missing")
+    table = read_table(path, non_numeric="missing", missing="drop")
+    assert len(table) == 197
+    assert table.dropped_rows == 3
+    assert table.schema["age"].kind == "int"
+    assert int((table.values("age") < 100).sum()) == 197
+
+
+def test_non_numeric_text_keeps_text(tmp_path: Path) -> None:
+    table = read_table(ages_with_typos(tmp_path), non_numeric="text")
+    assert len(table) == 200
+    assert table.schema["age"].kind == "string"
+    assert {"abc", "4O", "20"} <= set(table.schema["age"].domain)
+
+
+def test_numeric_share_threshold(tmp_path: Path) -> None:
+    # 9 numbers of 10 values is 90 %: an error; 8 of 9 is below: text.
+    at = write(tmp_path, "n\n" + "".join(f"{i}\n" for i in range(9)) + "x\n", name="at.csv")
+    with pytest.raises(SchemaError, match="1 of its 10 values are not: 'x'"):
+        read_table(at)
+    below = write(tmp_path, "n\n" + "".join(f"{i}\n" for i in range(8)) + "x\n",
+                  name="below.csv")
+    assert read_table(below).schema["n"].kind == "string"
+    # Missing-value tokens do not count as values.
+    with_na = write(tmp_path, "n\n" + "".join(f"{i}\n" for i in range(8)) + "x\n?\n?\n",
+                    name="na.csv")
+    assert read_table(with_na, missing="drop").schema["n"].kind == "string"
+
+
+def test_number_forms(tmp_path: Path) -> None:
+    path = write(tmp_path, "i,f,h\n+7,1e3,0x10\n007,.5,1_000\n-0,inf,12\n")
+    table = read_table(path)
+    assert table.schema["i"].domain == (0, 7)
+    assert table.schema["f"].domain == (0.5, 1000.0, math.inf)
+    assert table.schema["h"].kind == "string"
+
+
+def test_negative_zero_is_zero(tmp_path: Path) -> None:
+    path = write(tmp_path, "f\n0.0\n-0.0\n1.5\n")
+    assert read_table(path).schema["f"].domain == (0.0, 1.5)
+
+
+def test_icd9_codes_need_non_numeric_text(shared_datasets: Path) -> None:
+    # ICD-9 codes: mostly digits ("008", "724"), about 6 % V-codes ("V22").
+    path = shared_datasets / "more" / "meps2005_conditions.csv"
+    with pytest.raises(SchemaError, match=r"column 'ICD9CODX' .* 1546 of its 26756 values"):
+        read_table(path)
+    table = read_table(path, non_numeric="text")
+    assert {"008", "724", "V22"} <= set(table.schema["ICD9CODX"].domain)
+    assert table.schema["DOBYY"].kind == "int"
+
+
+def test_parquet_text_is_not_checked_for_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "codes.parquet"
+    pq.write_table(pa.table({"code": [str(i) for i in range(20)] + ["V22"]}), path)
+    assert read_table(path).schema["code"].kind == "string"
+
+
+def test_invalid_non_numeric_value(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="non_numeric must be 'error', 'missing' or 'text'"):
+        read_table(write(tmp_path, "a\n1\n"), non_numeric="drop")
+
+
+# --- duplicate column names ------------------------------------------------------------------
+
+def test_duplicate_names_in_csv_header(tmp_path: Path) -> None:
+    path = write(tmp_path, "a,b,a ,c,c\n1,2,3,4,5\n")
+    with pytest.raises(SchemaError, match=r"^the header of .*data\.csv has duplicate column "
+                                          r"names: 'a', 'c'; pass names=\[\.\.\.\]"):
+        read_table(path)
+    assert read_table(path, names=["a", "b", "a2", "c", "c2"]).schema.names[2] == "a2"
+
+
+def test_duplicate_names_given(tmp_path: Path) -> None:
+    path = write(tmp_path, "1,2,3\n")
+    with pytest.raises(SchemaError, match=r"^names=\[\.\.\.\] has duplicate column names: 'x'"):
+        read_table(path, header=False, names=["x", "y", "x"])
+
+
+def test_duplicate_names_in_dataframes_and_parquet(tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame([[1, 2, 3]], columns=["a", "b", "a"])
+    with pytest.raises(SchemaError,
+                       match=r"^the pandas DataFrame has duplicate column names: 'a'; rename"):
+        read_table(frame)
+    data = pa.table([pa.array([1]), pa.array([2])], names=["a", "a"])
+    with pytest.raises(SchemaError, match="the pyarrow Table has duplicate column names: 'a'"):
+        read_table(data)
+    pq.write_table(data, tmp_path / "dup.parquet")
+    with pytest.raises(SchemaError, match=r"dup\.parquet has duplicate column names: 'a'"):
+        read_table(tmp_path / "dup.parquet")
+
+
+def test_repeated_or_empty_columns_argument(tmp_path: Path) -> None:
+    path = write(tmp_path, "a,b\n1,2\n")
+    with pytest.raises(SchemaError, match=r"columns=\[\.\.\.\] has duplicate column names: 'a'"):
+        read_table(path, columns=["a", "a"])
+    with pytest.raises(ValueError, match="at least one column"):
+        read_table(path, columns=[])
+
+
+# --- awkward files (cases found by tests/test_io_fuzz.py) ------------------------------------
+
+def test_line_ends_are_only_cr_lf_and_crlf(tmp_path: Path) -> None:
+    old_mac = write(tmp_path, "a,b\r1,x\r2,y\r", name="cr.csv")
+    assert read_table(old_mac).values("b").tolist() == ["x", "y"]
+    # A form feed (which str.splitlines splits at) is part of a field, not a line end.
+    form_feed = tmp_path / "ff.csv"
+    form_feed.write_bytes(b"skip me\x0cstill skipped\na\n1\n")
+    assert read_table(form_feed, skip_rows=1).values("a").tolist() == [1]
+
+
+def test_header_only_and_nul_files(tmp_path: Path) -> None:
+    with pytest.raises(SchemaError, match="no rows"):
+        read_table(write(tmp_path, "a,b", name="no_newline.csv"))
+    nul = tmp_path / "nul.csv"
+    nul.write_bytes(b"\x00\x00\x00")
+    with pytest.raises(SchemaError, match="no rows"):
+        read_table(nul)
+
+
+def test_long_lines(tmp_path: Path) -> None:
+    long_value = "x" * (3 << 20)
+    table = read_table(write(tmp_path, f"a,b\n{long_value},1\nshort,2\n"))
+    assert table.schema["a"].domain == ("short", long_value)
+    prefix = write(tmp_path, "#" * (2 << 20) + "\na\n1\n", name="prefix.csv")
+    assert read_table(prefix, skip_rows=1).values("a").tolist() == [1]
+
+
+def test_quoted_line_breaks_across_blocks(tmp_path: Path) -> None:
+    # Over 3 MB: Arrow reads in 1 MB blocks, and a block may end inside a quoted field.
+    rows = "".join(f'{i},"line one\nline two {i % 7}"\n' for i in range(100_000))
+    table = read_table(write(tmp_path, "n,text\n" + rows))
+    assert len(table) == 100_000
+    assert table.values("text")[-1] == "line one\nline two 4"
+
+
+def test_invalid_utf8_message(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("name\ncaf\xe9\n".encode("latin-1"))
+    with pytest.raises(SchemaError, match=r"latin1\.csv is not UTF-8 text; convert it to UTF-8"):
+        read_table(path)
+
+
+def test_bad_separator_argument(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="other than a quote or a line end"):
+        read_table(write(tmp_path, "a\n1\n"), sep='"')
+
+
+def test_parquet_column_types(tmp_path: Path) -> None:
+    import datetime
+    import decimal
+
+    path = tmp_path / "types.parquet"
+    pq.write_table(pa.table({
+        "day": pa.array([datetime.date(2024, 1, 31), datetime.date(2023, 12, 1)]),
+        "price": pa.array([decimal.Decimal("1.25"), decimal.Decimal("2.50")],
+                          pa.decimal128(5, 2)),
+        "count": pa.array([decimal.Decimal("3"), decimal.Decimal("4")], pa.decimal128(10, 0)),
+        "small": pa.array([1, 2], pa.uint8()),
+        "half": pa.array([0.5, 1.5], pa.float32()),
+        "label": pa.array([b"yes", b"no"], pa.binary()),
+        "flag": [True, False],
+    }), path)
+    table = read_table(path)
+    assert table.schema["day"].domain == ("2023-12-01", "2024-01-31")
+    assert table.schema["price"].domain == (1.25, 2.5)
+    assert table.schema["count"].kind == "int"
+    assert table.schema["small"].kind == "int"
+    assert table.schema["half"].domain == (0.5, 1.5)
+    assert table.schema["label"].domain == ("no", "yes")
+    assert table.schema["flag"].domain == ("false", "true")
+
+
+@pytest.mark.parametrize(("column", "message"), [
+    (pa.array([[1], [2, 3]]), r"column 'x' has the nested type list<\w+: int64>"),
+    (pa.array([{"a": 1}, {"a": 2}]), r"column 'x' has the nested type struct<a: int64>"),
+    (pa.array([1, 2], pa.timestamp("us")), r"column 'x' has type timestamp\[us\], which ppdp "
+                                           r"does not read"),
+    (pa.array([2**64 - 1, 1], pa.uint64()), r"column 'x' \(uint64\) holds integers beyond the "
+                                            r"int64 range"),
+    (pa.array([b"\xff", b"a"]), "column 'x' .* holds binary data that is not UTF-8 text"),
+    (pa.array([1, 2], pa.decimal128(38, 10)), r"column 'x' has type decimal128\(38, 10\), "
+                                              r"more digits than a float64 holds"),
+    (pa.array([10**30, 1], pa.decimal128(38, 0)), r"column 'x' \(decimal128\(38, 0\)\) holds "
+                                                  r"integers beyond the int64 range"),
+])
+def test_unsupported_parquet_columns(tmp_path: Path, column: pa.Array, message: str) -> None:
+    path = tmp_path / "odd.parquet"
+    pq.write_table(pa.table({"x": column, "y": [1, 2]}), path)
+    with pytest.raises(SchemaError, match=message):
+        read_table(path)
+    assert read_table(path, columns=["y"]).schema.names == ("y",)
+
+
+def test_damaged_parquet_data(tmp_path: Path) -> None:
+    # Strings that are not UTF-8 pass the Parquet reader; they must fail as a damaged file.
+    offsets = pa.py_buffer(np.array([0, 1, 3], dtype=np.int32).tobytes())
+    invalid = pa.Array.from_buffers(pa.string(), 2, [None, offsets, pa.py_buffer(b"a\xff\xfe")])
+    path = tmp_path / "damaged.parquet"
+    pq.write_table(pa.table({"s": invalid}), path)
+    with pytest.raises(SchemaError, match=r"cannot read Parquet file .*damaged\.parquet .*UTF8"):
+        read_table(path)
+    truncated = tmp_path / "truncated.parquet"
+    truncated.write_bytes(path.read_bytes()[:-10])
+    with pytest.raises(SchemaError, match=r"cannot read Parquet file .*truncated\.parquet"):
+        read_table(truncated)
+
+
+def test_errors_stay_on_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path, '"two\nlines",b\n?,1\n')
+    with pytest.raises(MissingValuesError,
+                       match=r"^missing values in 1 column: 'two\\nlines' \(1\)"):
+        read_table(path)

@@ -13,6 +13,10 @@ class MissingValuesError(SchemaError):
     """The input holds missing values and dropping them was not asked for."""
 
 
+class UndeclaredDomainError(SchemaError):
+    """A mechanism needs a column's public domain, and only the values present are known."""
+
+
 class QueryError(PpdpError, ValueError):
     """A query cannot be parsed, or does not fit the table it is asked of."""
 

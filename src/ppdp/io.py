@@ -2,8 +2,25 @@
 
 Every source goes through the same steps: keep the requested columns, strip whitespace from
 strings, turn the missing-value tokens (and NaN) into nulls, refuse or drop rows with missing
-values, then dictionary-encode each column with `ppdp.table.table_from_arrow`. CSV fields are
-read as strings and each column is typed as int64, float64 or string, whichever fits every value.
+values, then dictionary-encode each column with `ppdp.table.table_from_arrow`.
+
+CSV files must be UTF-8 text. Their fields are read as strings and each column is typed by its
+non-missing cells (after stripping and the missing-value tokens):
+
+- every cell an integer (``-12``, ``+7``, ``007``) and all within int64: int64;
+- every cell a decimal number (``1.5``, ``.5``, ``1e3``, ``inf``, ``nan``): float64;
+- at least `NUMERIC_PERCENT` % of the cells numbers, the others not (``abc``, ``4O``): an error
+  naming the column and the offending values, unless ``non_numeric`` is ``"missing"`` (those
+  cells become missing values, and the missing-value rule applies to them) or ``"text"`` (the
+  column is read as text);
+- otherwise: text. Hexadecimal (``0x10``), digit separators (``1_000``) and non-ASCII digits
+  are text.
+
+Columns that already have a type (Parquet, DataFrames, Arrow) keep it: integers become int64,
+floating-point numbers float64, decimals int64 (no fraction) or float64 (at most 15 digits), dates
+ISO text (``2024-01-31``), UTF-8 binary text; booleans stay booleans. Nested, timestamp, time,
+duration and other types are refused with an error naming the column. Column names must be
+distinct whatever the source.
 """
 
 from __future__ import annotations
@@ -12,7 +29,7 @@ import csv
 import io
 import logging
 import os
-import secrets
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,20 +38,38 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ppdp.declared_domains import resolve_domains
 from ppdp.errors import MissingValuesError, SchemaError
+from ppdp.storage import write_atomic
 from ppdp.table import Table, table_from_arrow, unknown_column_message
 
-__all__ = ["DEFAULT_NA_VALUES", "read_table"]
+__all__ = ["DEFAULT_NA_VALUES", "NUMERIC_PERCENT", "read_table"]
 
 logger = logging.getLogger("ppdp")
 
 DEFAULT_NA_VALUES: tuple[str, ...] = ("?", "", "NA", "N/A", "NaN", "nan", "NULL")
 """Strings read as a missing value unless ``na_values`` says otherwise."""
 
+NUMERIC_PERCENT = 90
+"""A CSV column whose non-missing cells are at least this percentage numbers, but not all of
+them, is an error unless ``non_numeric`` says what to do with the other cells."""
+
 _SNIFF_BYTES = 64 * 1024
+# The text given to csv.Sniffer, whose quote detection takes time quadratic in its length.
+_SNIFF_CHARS = 8 * 1024
+# The lines read to find the header: more means a file whose first lines are this long is
+# read whole into memory before the CSV reader sees it.
+_MAX_SAMPLE_BYTES = 16 * 1024 * 1024
 _SEPARATORS = ",;\t|"
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 _MISSING_CHOICES = ("error", "drop")
+_NON_NUMERIC_CHOICES = ("error", "missing", "text")
+# What Arrow's string-to-number casts accept, minus the forms a person rarely means as a
+# number (hexadecimal, which the int64 cast takes): RE2 syntax, matched on distinct values.
+_INTEGER = r"^[+-]?[0-9]+$"
+_NUMBER = r"(?i)^[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?|inf|infinity|nan)$"
+_SHOWN_VALUES = 5
+_MAX_REASON = 200
 
 
 def read_table(
@@ -49,16 +84,26 @@ def read_table(
     skip_rows: int = 0,
     na_values: Iterable[str] | None = DEFAULT_NA_VALUES,
     missing: str = "error",
-    domains: Mapping[str, Sequence[Any]] | None = None,
+    domains: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    observed_domains: bool = False,
+    non_numeric: str = "error",
 ) -> Table:
-    """Read a CSV or Parquet file, a pandas or polars DataFrame, or an Arrow table into a Table."""
+    """Read a CSV or Parquet file, a pandas or polars DataFrame, or an Arrow table into a Table.
+
+    ``domains`` declares public domains (`ppdp.declared_domains`): a mapping of column to
+    values or ``{"min": a, "max": b}``, or the path of a JSON schema file. Other columns get the
+    values present, which mechanisms refuse to publish where that would leak, unless
+    ``observed_domains`` declares them public (the release then reveals which values occur).
+    """
     if missing not in _MISSING_CHOICES:
         raise ValueError(f"missing must be 'error' or 'drop', not {missing!r}")
-    if skip_rows < 0:
-        raise ValueError(f"skip_rows must be zero or more, not {skip_rows}")
+    if non_numeric not in _NON_NUMERIC_CHOICES:
+        raise ValueError(f"non_numeric must be 'error', 'missing' or 'text', not {non_numeric!r}")
+    if isinstance(skip_rows, bool) or not isinstance(skip_rows, int) or skip_rows < 0:
+        raise ValueError(f"skip_rows must be zero or more, not {skip_rows!r}")
     na = sorted({str(v) for v in (na_values or ())})
-    domains = dict(domains or {})
-    keep = list(columns) if columns is not None else None
+    domains = resolve_domains(domains)
+    keep = _keep(columns)
 
     if isinstance(source, str | os.PathLike):
         path = Path(source)
@@ -75,6 +120,7 @@ def read_table(
             text_columns = frozenset(data.column_names)
     else:
         data = _arrow_from_object(source)
+        _check_distinct(data.column_names, f"{_describe(source)} has", "rename them")
         if keep is not None:
             _check_columns(keep, data.column_names)
             data = data.select(keep)
@@ -82,7 +128,8 @@ def read_table(
 
     data = pa.table(
         [_clean_column(name, data.column(name), na, infer=name in text_columns
-                       and not _is_text_domain(domains.get(name)))
+                       and not _is_text_domain(domains.get(name)),
+                       non_numeric=non_numeric, source=_describe(source))
          for name in data.column_names],
         names=data.column_names,
     )
@@ -92,7 +139,9 @@ def read_table(
         raise SchemaError(f"cannot build a table from {_describe(source)}: {what}")
     table = table_from_arrow(data, domains=domains)
     schema = table.schema.with_roles(sensitive=sensitive, quasi_identifiers=quasi_identifiers)
-    return Table(schema, table.codes, dropped_rows=dropped)
+    name = Path(source).stem if isinstance(source, str | os.PathLike) else None
+    table = Table(schema, table.codes, dropped_rows=dropped, name=name)
+    return table.declare_observed_domains() if observed_domains else table
 
 
 def _describe(source: Any) -> str:
@@ -101,44 +150,101 @@ def _describe(source: Any) -> str:
     return f"the {type(source).__module__.split('.')[0]} {type(source).__name__}"
 
 
+def _keep(columns: Sequence[str] | None) -> list[str] | None:
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        raise ValueError(f"columns must be a list of column names, not the string {columns!r}")
+    keep = [str(name) for name in columns]
+    if not keep:
+        raise ValueError("columns must name at least one column (or be None for all)")
+    _check_distinct(keep, "columns=[...] has", "list each column once")
+    return keep
+
+
 def _check_columns(keep: Sequence[str], available: Sequence[str]) -> None:
     for name in keep:
         if name not in available:
             raise SchemaError(unknown_column_message(name, list(available)))
 
 
-def _read_parquet(path: Path, keep: list[str] | None) -> pa.Table:
+def _check_distinct(names: Sequence[str], where: str, fix: str) -> None:
+    """Refuse repeated column names: every later step looks columns up by name."""
+    repeated = [name for name, count in Counter(names).items() if count > 1]
+    if repeated:
+        raise SchemaError(f"{where} duplicate column names: {', '.join(map(repr, repeated))}; "
+                          f"{fix}")
 
+
+def _reason(exc: BaseException) -> str:
+    """An exception's message on one line, shortened."""
+    parts = exc.args if exc.args and all(isinstance(a, str) for a in exc.args) else (str(exc),)
+    text = " ".join("; ".join(parts).split()) or type(exc).__name__
+    return text if len(text) <= _MAX_REASON else text[: _MAX_REASON - 3] + "..."
+
+
+def _read_parquet(path: Path, keep: list[str] | None) -> pa.Table:
     try:
-        names = pq.read_schema(path).names
-        if keep is not None:
-            _check_columns(keep, names)
-        return pq.read_table(path, columns=keep)
-    except (pa.ArrowException, OSError) as exc:
+        with pq.ParquetFile(path) as file:
+            names = file.schema_arrow.names
+            _check_distinct(names, f"Parquet file {path} has",
+                            "rewrite it with distinct names")
+            if keep is not None:
+                _check_columns(keep, names)
+            data = file.read(columns=keep)
+            # A damaged file can decode into invalid Arrow data (strings that are not UTF-8,
+            # dictionary indices out of range) that would fail later, far from the cause.
+            data.validate(full=True)
+            return data
+    except SchemaError:
+        raise
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        # ValueError: a damaged file's column names may not decode as UTF-8.
         if isinstance(exc, FileNotFoundError):
             raise
-        raise SchemaError(f"cannot read Parquet file {path}: {exc}") from exc
+        raise SchemaError(f"cannot read Parquet file {path} (is it a complete Parquet file?): "
+                          f"{_reason(exc)}") from exc
 
 
-def _read_sample(path: Path) -> str:
+def _read_sample(path: Path, skip_rows: int) -> str:
+    """The first whole lines of a file as text: at least the skipped lines and the first row."""
+    chunks: list[bytes] = []
+    size = breaks = 0
     with pa.input_stream(str(path)) as stream:
-        raw = stream.read(_SNIFF_BYTES)
-    text = raw.decode("utf-8-sig", errors="replace")
-    if len(raw) == _SNIFF_BYTES and "\n" in text:
-        text = text[: text.rindex("\n") + 1]
+        while True:
+            chunk = stream.read(_SNIFF_BYTES)
+            chunks.append(chunk)
+            size += len(chunk)
+            breaks += max(chunk.count(b"\n"), chunk.count(b"\r"))
+            at_end = len(chunk) < _SNIFF_BYTES
+            if at_end or breaks > skip_rows + 1:
+                break
+            if size >= _MAX_SAMPLE_BYTES:
+                raise SchemaError(f"cannot read CSV file {path}: its first {skip_rows + 1} "
+                                  f"line(s) run past {_MAX_SAMPLE_BYTES // 2**20} MB; is it "
+                                  "a CSV file?")
+    text = b"".join(chunks).decode("utf-8-sig", errors="replace")
+    if not at_end:
+        # Drop the last, possibly partial, line (and any character cut in half with it).
+        text = text[: max(text.rfind("\n"), text.rfind("\r")) + 1]
     return text
 
 
 def _sniff_separator(lines: list[str]) -> str:
     sample = "".join(lines)
+    if len(sample) > _SNIFF_CHARS:
+        # Whole lines only: a line cut short may miss the separator and rule it out below.
+        cut = max(sample.rfind("\n", 0, _SNIFF_CHARS), sample.rfind("\r", 0, _SNIFF_CHARS))
+        sample = sample[: cut + 1] if cut > 0 else sample[:_SNIFF_CHARS]
     try:
         return csv.Sniffer().sniff(sample, delimiters=_SEPARATORS).delimiter
     except csv.Error:
         pass
     # Fallback: the candidate found the same (non-zero) number of times on the most lines.
     best, best_score = ",", 0
+    sample_lines = io.StringIO(sample, newline="").readlines()
     for candidate in _SEPARATORS:
-        counts = [line.count(candidate) for line in lines if line.strip()]
+        counts = [line.count(candidate) for line in sample_lines if line.strip()]
         if counts and min(counts) > 0:
             score = sum(c == counts[0] for c in counts)
             if score > best_score:
@@ -146,30 +252,35 @@ def _sniff_separator(lines: list[str]) -> str:
     return best
 
 
-def _first_record(lines: list[str], sep: str) -> list[str] | None:
-    for record in csv.reader(io.StringIO("".join(lines)), delimiter=sep):
-        if record:
-            return record
+def _first_record(path: Path, lines: list[str], sep: str) -> list[str] | None:
+    # newline="" lets the csv module see \r and \r\n line ends as Arrow does.
+    try:
+        for record in csv.reader(io.StringIO("".join(lines), newline=""), delimiter=sep):
+            if record:
+                return record
+    except csv.Error as exc:
+        raise SchemaError(f"cannot read the first row of CSV file {path} (separator {sep!r}): "
+                          f"{_reason(exc)}") from exc
     return None
 
 
 def _read_csv(path: Path, keep: list[str] | None, *, sep: str | None, header: bool,
               names: Sequence[str] | None, skip_rows: int) -> pa.Table:
-    import pyarrow.csv as pacsv
-
     if not header and names is None:
-        raise SchemaError(f"{path}: header=False needs the column names (names=[...]; "
-                          "CLI: --names a,b,c)")
-    if sep is not None and len(sep) != 1:
-        raise ValueError(f"sep must be a single character, not {sep!r}")
+        raise SchemaError(f"{path}: header=False needs the column names (names=[...])")
+    if sep is not None and (len(sep) != 1 or sep in '"\r\n'):
+        raise ValueError(f"sep must be a single character other than a quote or a line end, "
+                         f"not {sep!r}")
     try:
-        sample = _read_sample(path)
+        sample = _read_sample(path, skip_rows)
     except (pa.ArrowException, OSError) as exc:
-        raise SchemaError(f"cannot read CSV file {path}: {exc}") from exc
-    lines = sample.splitlines(keepends=True)[skip_rows:]
+        raise SchemaError(f"cannot read CSV file {path}: {_reason(exc)}") from exc
+    # Lines end at \n, \r or \r\n only, as for Arrow's skip_rows (str.splitlines also splits
+    # at form feeds and other characters that may sit inside a field).
+    lines = io.StringIO(sample, newline="").readlines()[skip_rows:]
     if sep is None:
         sep = _sniff_separator(lines)
-    first = _first_record(lines, sep)
+    first = _first_record(path, lines, sep)
     if first is None:
         raise SchemaError(f"CSV file {path} is empty" + (f" after skipping {skip_rows} lines"
                                                          if skip_rows else ""))
@@ -183,22 +294,50 @@ def _read_csv(path: Path, keep: list[str] | None, *, sep: str | None, header: bo
     empty = [i + 1 for i, n in enumerate(field_names) if not n]
     if empty:
         raise SchemaError(f"{path}: column(s) {empty} have no name; pass names=[...]")
+    if names is None:
+        _check_distinct(field_names, f"the header of {path} has",
+                        "pass names=[...] to name the columns")
+    else:
+        _check_distinct(field_names, "names=[...] has", "give each column its own name")
     if keep is not None:
         _check_columns(keep, field_names)
-    read_options = pacsv.ReadOptions(skip_rows=skip_rows + (1 if header else 0),
-                                     column_names=field_names)
-    parse_options = pacsv.ParseOptions(delimiter=sep, ignore_empty_lines=True)
+    data = _parse_csv(path, sep, skip_rows, field_names, keep)
+    # The header is read as a row and dropped here rather than skipped by Arrow, which cannot
+    # skip a last line without a line end (a file holding only a header).
+    return data.slice(1) if header else data
+
+
+def _parse_csv(path: Path, sep: str, skip_rows: int, field_names: list[str],
+               keep: list[str] | None) -> pa.Table:
+    """Every field of the CSV file as a string, with Arrow."""
+    import pyarrow.csv as pacsv
+
+    parse_options = pacsv.ParseOptions(delimiter=sep, ignore_empty_lines=True,
+                                       newlines_in_values=True)
     convert_options = pacsv.ConvertOptions(
         column_types={n: pa.string() for n in field_names},
         strings_can_be_null=False,
         quoted_strings_can_be_null=False,
         include_columns=keep,
     )
-    try:
-        return pacsv.read_csv(path, read_options=read_options, parse_options=parse_options,
-                              convert_options=convert_options)
-    except (pa.ArrowException, OSError) as exc:
-        raise SchemaError(f"cannot read CSV file {path} (separator {sep!r}): {exc}") from exc
+    block_size = None
+    while True:
+        read_options = pacsv.ReadOptions(skip_rows=skip_rows, column_names=field_names,
+                                         **({"block_size": block_size} if block_size else {}))
+        try:
+            return pacsv.read_csv(path, read_options=read_options, parse_options=parse_options,
+                                  convert_options=convert_options)
+        except (pa.ArrowException, OSError) as exc:
+            reason = _reason(exc)
+            # A row longer than Arrow's block (1 MB by default): read the file as one block.
+            if block_size is None and ("block" in reason or "straddl" in reason):
+                block_size = min(max(path.stat().st_size + 1, 1 << 20), 2**31 - 1)
+                continue
+            if "invalid UTF8" in reason or "Invalid UTF8" in reason:
+                raise SchemaError(f"CSV file {path} is not UTF-8 text; convert it to UTF-8 "
+                                  "(for example with iconv -f latin1 -t utf-8)") from exc
+            raise SchemaError(f"cannot read CSV file {path} (separator {sep!r}): "
+                              f"{reason}") from exc
 
 
 def _arrow_from_object(source: Any) -> pa.Table:
@@ -208,13 +347,18 @@ def _arrow_from_object(source: Any) -> pa.Table:
         return pa.Table.from_batches([source])
     module = type(source).__module__.split(".")[0]
     try:
-        if module == "pandas":
+        if module == "pandas" and hasattr(source, "columns"):
+            # Arrow refuses repeated names too, but with a message about its own conversion.
+            _check_distinct([str(c) for c in source.columns], f"the pandas "
+                            f"{type(source).__name__} has", "rename them")
             return pa.Table.from_pandas(source, preserve_index=False)
         if module == "polars" and hasattr(source, "to_arrow"):
             return source.to_arrow()
     except (pa.ArrowException, TypeError, ValueError) as exc:
+        if isinstance(exc, SchemaError):
+            raise
         raise SchemaError(f"cannot convert the {module} {type(source).__name__} to a table: "
-                          f"{exc}") from exc
+                          f"{_reason(exc)}") from exc
     raise TypeError("read_table reads a path to a CSV or Parquet file, a pandas or polars "
                     f"DataFrame or a pyarrow Table, not {type(source).__name__}")
 
@@ -223,11 +367,10 @@ def _is_text_domain(domain: Sequence[Any] | None) -> bool:
     return domain is not None and len(domain) > 0 and all(isinstance(v, str) for v in domain)
 
 
-def _clean_column(name: str, column: pa.ChunkedArray, na: list[str], *,
-                  infer: bool) -> pa.ChunkedArray:
+def _clean_column(name: str, column: pa.ChunkedArray, na: list[str], *, infer: bool,
+                  non_numeric: str = "error", source: str = "the input") -> pa.ChunkedArray:
     """Strip strings, null the missing-value tokens and NaN, and (for CSV) infer the type."""
-    if pa.types.is_dictionary(column.type):
-        column = pc.cast(column, column.type.value_type)
+    column = _supported(name, column)
     if _is_text(column.type):
         if not pa.types.is_string(column.type):
             column = pc.cast(column, pa.string())
@@ -236,27 +379,135 @@ def _clean_column(name: str, column: pa.ChunkedArray, na: list[str], *,
             column = pc.if_else(pc.is_in(column, value_set=pa.array(na, pa.string())),
                                 pa.scalar(None, pa.string()), column)
         if infer:
-            column = _infer_type(column)
+            column = _infer_type(name, column, non_numeric=non_numeric, source=source)
     if pa.types.is_floating(column.type):
         column = pc.if_else(pc.is_nan(column), pa.scalar(None, column.type), column)
+        # Adding 0.0 turns -0.0 into 0.0, which Python holds equal: one domain value, not two.
+        column = pc.add(column, pa.scalar(0.0, column.type))
     return column
+
+
+def _supported(name: str, column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """The column as text, int64, float64, boolean or null, or a SchemaError naming its type."""
+    dictionary = pa.types.is_dictionary(column.type)
+    type_ = column.type.value_type if dictionary else column.type
+    _check_type(name, type_)
+    if dictionary:
+        column = pc.cast(column, type_)
+    if _is_text(type_) or pa.types.is_int64(type_) or pa.types.is_float64(type_) \
+            or pa.types.is_boolean(type_) or pa.types.is_null(type_):
+        return column
+    if pa.types.is_integer(type_):
+        return _cast(name, column, pa.int64(), "integers beyond the int64 range")
+    if pa.types.is_floating(type_):
+        return pc.cast(column, pa.float64())
+    if pa.types.is_date(type_):
+        return pc.cast(column, pa.string())
+    if _is_binary(type_):
+        if pa.types.is_fixed_size_binary(type_):
+            column = pc.cast(column, pa.binary())
+        return _cast(name, column, pa.string(), "binary data that is not UTF-8 text")
+    # Decimals (the only type left): integers without a fraction, else float64, which keeps
+    # distinct values of up to 15 digits distinct (`_check_type` refuses longer ones).
+    if type_.scale <= 0:
+        return _cast(name, column, pa.int64(), "integers beyond the int64 range")
+    return pc.cast(column, pa.float64())
+
+
+def _check_type(name: str, type_: pa.DataType) -> None:
+    if (_is_text(type_) or _is_binary(type_) or pa.types.is_integer(type_)
+            or pa.types.is_floating(type_) or pa.types.is_boolean(type_)
+            or pa.types.is_null(type_) or pa.types.is_date(type_)):
+        return
+    shown = str(type_) if len(str(type_)) <= 60 else str(type_)[:57] + "..."
+    if pa.types.is_decimal(type_):
+        if type_.scale <= 0 or type_.precision <= 15:
+            return
+        raise SchemaError(f"column {name!r} has type {shown}, more digits than a float64 holds; "
+                          "round it or cast it to float or text first")
+    if pa.types.is_nested(type_):
+        raise SchemaError(f"column {name!r} has the nested type {shown}; ppdp reads flat "
+                          "columns only: flatten it, or leave it out with columns=[...]")
+    raise SchemaError(f"column {name!r} has type {shown}, which ppdp does not read (it reads "
+                      "numbers, text, booleans and dates): convert it, for example to text, "
+                      "or leave it out with columns=[...]")
+
+
+def _cast(name: str, column: pa.ChunkedArray, target: pa.DataType,
+          what: str) -> pa.ChunkedArray:
+    try:
+        return pc.cast(column, target)
+    except pa.ArrowInvalid as exc:
+        raise SchemaError(f"column {name!r} ({column.type}) holds {what}; convert it, or "
+                          "leave it out with columns=[...]") from exc
+
+
+# View types exist from pyarrow 16 on; the supported floor is older.
+_is_string_view = getattr(pa.types, "is_string_view", lambda type_: False)
+_is_binary_view = getattr(pa.types, "is_binary_view", lambda type_: False)
+
+
+def _is_binary(type_: pa.DataType) -> bool:
+    return (pa.types.is_binary(type_) or pa.types.is_large_binary(type_)
+            or pa.types.is_fixed_size_binary(type_) or _is_binary_view(type_))
 
 
 def _is_text(type_: pa.DataType) -> bool:
     return (pa.types.is_string(type_) or pa.types.is_large_string(type_)
-            or pa.types.is_string_view(type_))
+            or _is_string_view(type_))
 
 
-def _infer_type(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    """int64 if every value is an integer, else float64 if every value is a number, else string."""
+def _infer_type(name: str, column: pa.ChunkedArray, *, non_numeric: str,
+                source: str) -> pa.ChunkedArray:
+    """Type a CSV column as int64, float64 or text by its values (the rule in the module doc)."""
     if column.null_count == len(column):
         return column
-    for target in (pa.int64(), pa.float64()):
+    # Classify the distinct values once, then weigh them by how many cells hold each.
+    counted = pc.value_counts(column)
+    values, counts = counted.field("values"), counted.field("counts")
+    present = pc.is_valid(values)
+    number = pc.fill_null(pc.match_substring_regex(values, _NUMBER), False)
+    other = pc.and_(present, pc.invert(number))
+    n_present = pc.sum(pc.filter(counts, present)).as_py() or 0
+    n_numbers = pc.sum(pc.filter(counts, number)).as_py() or 0
+    if n_numbers < n_present:
+        if n_numbers * 100 < NUMERIC_PERCENT * n_present or non_numeric == "text":
+            return column
+        if non_numeric == "error":
+            raise SchemaError(_non_numeric_message(name, source, pc.filter(values, other),
+                                                   pc.filter(counts, other), n_present))
+        column = pc.if_else(pc.is_in(column, value_set=pc.filter(values, other)),
+                            pa.scalar(None, column.type), column)
+    numbers = pc.filter(values, number)
+    if pc.all(pc.match_substring_regex(numbers, _INTEGER)).as_py():
         try:
-            return pc.cast(column, target)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            continue
-    return column
+            # Arrow's int64 cast refuses a leading plus sign, which its float cast accepts.
+            return pc.cast(pc.replace_substring_regex(column, r"^\+", ""), pa.int64())
+        except pa.ArrowInvalid:
+            pass  # beyond int64: float64, as a number too large for an integer column
+    try:
+        return pc.cast(column, pa.float64())
+    except pa.ArrowInvalid as exc:
+        raise SchemaError(f"column {name!r} of {source} looks numeric but cannot be read as "
+                          f"numbers ({_reason(exc)}); pass non_numeric=\"text\"") from exc
+
+
+def _non_numeric_message(name: str, source: str, values: pa.Array, counts: pa.Array,
+                         n_present: int) -> str:
+    """The error for a mostly numeric column: how many cells are not numbers, and some of them."""
+    order = pc.array_sort_indices(counts, order="descending")
+    shown = [_show(v) for v in pc.take(values, order[:_SHOWN_VALUES]).to_pylist()]
+    if len(values) > _SHOWN_VALUES:
+        shown.append(f"and {len(values) - _SHOWN_VALUES} more")
+    n_other = pc.sum(counts).as_py()
+    return (f"column {name!r} of {source} is mostly numbers but {n_other} of its {n_present} "
+            f"values are not: {', '.join(shown)}; correct them, or pass "
+            "non_numeric=\"missing\" (CLI: --non-numeric missing) to read them as missing "
+            "values or non_numeric=\"text\" (--non-numeric text) to read the column as text")
+
+
+def _show(value: str) -> str:
+    return repr(value if len(value) <= 30 else value[:27] + "...")
 
 
 def _handle_missing(data: pa.Table, missing: str) -> tuple[pa.Table, int]:
@@ -265,7 +516,9 @@ def _handle_missing(data: pa.Table, missing: str) -> tuple[pa.Table, int]:
     if not counts:
         return data, 0
     if missing == "error":
-        listed = ", ".join(f"{name} ({n})" for name, n in counts.items())
+        # repr only for names with line breaks or other control characters: one line always.
+        listed = ", ".join(f"{name if name.isprintable() else repr(name)} ({n})"
+                           for name, n in counts.items())
         plural = "column" if len(counts) == 1 else "columns"
         raise MissingValuesError(
             f"missing values in {len(counts)} {plural}: {listed}; pass missing=\"drop\" "
@@ -278,24 +531,6 @@ def _handle_missing(data: pa.Table, missing: str) -> tuple[pa.Table, int]:
     logger.info("dropped %d of %d rows with missing values (in %s)", dropped, data.num_rows,
                 ", ".join(counts))
     return kept, dropped
-
-
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write bytes to a temporary file beside ``path``, then rename it into place: a failed
-    write leaves the previous file (or none) behind, never a partial one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        with open(temporary, "xb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    return path
 
 
 def write_table(data: pa.Table, path: str | os.PathLike[str]) -> Path:

@@ -116,7 +116,7 @@ def grouped(schema: Schema, group_by: Sequence[str], values: np.ndarray,
 
 def exact_count(table: Table, query: str | Query) -> Estimate | GroupedEstimate:
     """The true answer of a count query on a table."""
-    bound = bind(query, table.schema)
+    bound = bind(query, table.schema, table_name=table.name)
     counts = count_histogram(table.cube, bound.predicate, bound.group_by)
     if bound.group_by:
         return grouped(table.schema, bound.group_by, counts, None, exact=True)
@@ -128,7 +128,7 @@ def exact_counts(table: Table, queries: Iterable[str | Query]) -> np.ndarray:
     cube = table.cube
     result = []
     for query in queries:
-        bound = bind(query, table.schema)
+        bound = bind(query, table.schema, table_name=table.name)
         _require_ungrouped(bound)
         result.append(float(count_histogram(cube, bound.predicate, ())))
     return np.asarray(result, dtype=np.float64)
@@ -172,7 +172,7 @@ class Release(ABC):
 
     def count(self, query: str | Query) -> Estimate | GroupedEstimate:
         """Estimate a count query (SQL text or Query) from the release."""
-        bound = bind(query, self.schema)
+        bound = bind(query, self.schema, table_name=self.name)
         values, stderr = self._estimate([bound])[0]
         if bound.group_by:
             keep = np.ones(values.shape, dtype=bool) if self.answers_every_key else None
@@ -187,7 +187,7 @@ class Release(ABC):
 
     def count_all(self, queries: Iterable[str | Query]) -> tuple[np.ndarray, np.ndarray]:
         """Estimates and standard errors (NaN where none) of many ungrouped queries at once."""
-        bound = [bind(q, self.schema) for q in queries]
+        bound = [bind(q, self.schema, table_name=self.name) for q in queries]
         for b in bound:
             _require_ungrouped(b)
         results = self._estimate(bound)
@@ -213,11 +213,14 @@ class Release(ABC):
                      tables: Mapping[str, pa.Table]) -> Release:
         """Rebuild a release from its published tables (already validated to exist)."""
 
-    def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+    def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False,
+             before_commit: Callable[[], Any] | None = None) -> Path:
         """Write the release to a new directory, atomically (see `ppdp.storage`).
 
         ``overwrite`` replaces a directory only if it holds nothing but a ppdp release.
         ``release.json`` records a SHA-256 digest of every file and of itself, checked on load.
+        ``before_commit`` runs once the files are written and before the release appears; if
+        it raises, no release appears (alpha-beta records its views' state there).
         """
         target = Path(directory)
         if os.path.lexists(target):
@@ -243,6 +246,8 @@ class Release(ABC):
             }
             metadata["metadata_digest"] = metadata_digest(metadata)
             (staging / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
+            if before_commit is not None:
+                before_commit()
             commit_directory(staging, target, overwrite=overwrite,
                              replaceable=require_replaceable_release)
         self.name = target.resolve().name

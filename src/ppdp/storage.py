@@ -36,7 +36,7 @@ try:
 except ImportError:  # pragma: no cover - not on POSIX: no locks, renames stay atomic
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["commit_directory", "staged_directory", "write_atomic"]
+__all__ = ["commit_directory", "locked", "staged_directory", "write_atomic"]
 
 PARTIAL_SUFFIX = ".ppdp-partial"
 _PARTIAL = re.compile(r"^\..+\.[0-9a-f]{16}" + re.escape(PARTIAL_SUFFIX) + "$")
@@ -45,7 +45,7 @@ _AT_FDCWD = -100
 
 
 @contextlib.contextmanager
-def _locked(path: Path, *, blocking: bool = True) -> Iterator[bool]:
+def locked(path: Path, *, blocking: bool = True) -> Iterator[bool]:
     """An exclusive ``flock`` on a file or directory; yields whether it was obtained."""
     if fcntl is None:
         yield True
@@ -91,7 +91,7 @@ def _remove_stale_partials(parent: Path) -> list[Path]:
         if not _PARTIAL.match(entry.name) or entry.is_symlink() or not entry.is_dir():
             continue
         try:
-            with _locked(entry, blocking=False) as free:
+            with locked(entry, blocking=False) as free:
                 if free:
                     shutil.rmtree(entry)
                     removed.append(entry)
@@ -113,11 +113,11 @@ def staged_directory(target: str | os.PathLike[str]) -> Iterator[Path]:
     with terminate_cleanly(), contextlib.ExitStack() as stack:
         # Created and locked under the parent's lock, so that another writer's clean-up of
         # stale staging directories (under the same lock) never sees it unlocked.
-        with _locked(parent):
+        with locked(parent):
             _remove_stale_partials(parent)
             staging.mkdir()
             stack.callback(shutil.rmtree, staging, ignore_errors=True)
-            stack.enter_context(_locked(staging))
+            stack.enter_context(locked(staging))
         # After a commit the name holds the replaced directory (or nothing): removed on exit.
         yield staging
 
@@ -133,7 +133,7 @@ def commit_directory(staging: Path, target: str | os.PathLike[str], *, overwrite
     """
     target = Path(target)
     _fsync_tree(staging)
-    with _locked(target.parent):
+    with locked(target.parent):
         if not os.path.lexists(target):
             os.rename(staging, target)
         elif not overwrite:

@@ -7,6 +7,7 @@ values appear only at the edges (reading, query literals, writing a release).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -18,6 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ppdp.errors import SchemaError
+
+logger = logging.getLogger("ppdp")
 
 if TYPE_CHECKING:
     from ppdp.query import Cube, Query
@@ -55,11 +58,17 @@ def _value_kind(values: Sequence[Any]) -> str:
 
 @dataclass(frozen=True)
 class Column:
-    """One column: its name, its role and its finite domain (sorted, distinct values)."""
+    """One column: its name, its role and its finite domain (sorted, distinct values).
+
+    ``declared`` says whether the domain is public knowledge (given by the user, a schema file
+    or a hierarchy) rather than the values that happen to be present in the data; releases
+    list domains, so mechanisms refuse undeclared ones where listing them would leak.
+    """
 
     name: str
     role: Role
     domain: tuple[Any, ...]
+    declared: bool = field(default=True, compare=False)
     kind: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -196,7 +205,7 @@ class Table:
     """A dictionary-encoded microdata table: one code array per column, all of equal length."""
 
     def __init__(self, schema: Schema, codes: Mapping[str, np.ndarray], *,
-                 dropped_rows: int = 0) -> None:
+                 dropped_rows: int = 0, name: str | None = None) -> None:
         if set(codes) != set(schema.names):
             raise SchemaError("code arrays do not match the schema's columns")
         lengths = {len(codes[name]) for name in schema.names}
@@ -210,6 +219,8 @@ class Table:
         self.n_rows = lengths.pop() if lengths else 0
         self.dropped_rows = dropped_rows
         """Rows removed while reading because they held missing values."""
+        self.name = name
+        """The table's name in queries' FROM (a file's stem), besides the generic ``t``."""
 
     def __len__(self) -> int:
         return self.n_rows
@@ -245,15 +256,17 @@ class Table:
         """The same data with new column roles (see `Schema.with_roles`)."""
         return Table(self.schema.with_roles(sensitive=sensitive,
                                             quasi_identifiers=quasi_identifiers),
-                     self._codes, dropped_rows=self.dropped_rows)
+                     self._codes, dropped_rows=self.dropped_rows, name=self.name)
 
     def select(self, names: Iterable[str]) -> Table:
         names = list(names)
-        return Table(self.schema.select(names), {n: self._codes[n] for n in names})
+        return Table(self.schema.select(names), {n: self._codes[n] for n in names},
+                     name=self.name)
 
     def take(self, rows: np.ndarray) -> Table:
         """The rows at the given positions (with repetition allowed: used for resampling)."""
-        return Table(self.schema, {n: a[rows] for n, a in self._codes.items()})
+        return Table(self.schema, {n: a[rows] for n, a in self._codes.items()},
+                     name=self.name)
 
     def resample(self, n_rows: int, *, random_state: Any = None) -> Table:
         """``n_rows`` rows drawn with replacement (for scaling experiments on real data)."""
@@ -261,6 +274,48 @@ class Table:
 
         rng = make_rng(random_state)
         return self.take(rng.integers(0, self.n_rows, size=n_rows))
+
+    def with_domains(self, domains: Mapping[str, Sequence[Any]]) -> Table:
+        """The same rows with declared (public) domains for the given columns.
+
+        Each domain must hold every value present; codes are remapped to the new domains.
+        """
+        columns, codes = list(self.schema.columns), dict(self._codes)
+        for name, domain in domains.items():
+            old = self.schema[name]
+            new = Column(name, old.role, tuple(domain))
+            try:
+                positions = {v: i for i, v in enumerate(new.domain)}
+                remap = np.asarray([positions[v] for v in old.domain], dtype=np.int64)
+            except KeyError:
+                outside = [v for v in old.domain if v not in positions][:5]
+                raise SchemaError(f"the declared domain of column {name!r} lacks values present "
+                                  f"in the data: {outside}") from None
+            codes[name] = remap[self._codes[name]].astype(new.dtype)
+            columns[self.schema.names.index(name)] = new
+        return Table(Schema(tuple(columns)), codes, dropped_rows=self.dropped_rows,
+                     name=self.name)
+
+    def declare_observed_domains(self, columns: Iterable[str] | None = None, *,
+                                 warn: bool = True) -> Table:
+        """Declare the values present as the public domains of ``columns`` (default: all).
+
+        A release lists its domains, so this reveals which values occur in the data (that a
+        rare value is present, that another is absent). Use it only where that is public;
+        ``warn`` logs that risk (off only where the values present are known to be public).
+        """
+        names = set(self.schema.names if columns is None else _as_names(columns))
+        for name in names:
+            self.schema[name]
+        undeclared = sorted(c.name for c in self.schema.columns
+                            if c.name in names and not c.declared)
+        if undeclared and warn:
+            logger.warning("the values present in %s are declared their public domains: a "
+                           "release lists them, revealing which values occur in the data",
+                           ", ".join(undeclared))
+        schema = Schema(tuple(replace(c, declared=True) if c.name in names else c
+                              for c in self.schema.columns))
+        return Table(schema, self._codes, dropped_rows=self.dropped_rows, name=self.name)
 
     def to_arrow(self) -> pa.Table:
         """Decoded values as an Arrow table (dictionary-encoded columns)."""
@@ -289,9 +344,10 @@ def encode_column(name: str, array: pa.ChunkedArray | pa.Array, role: Role,
         raise SchemaError(f"column {name!r} has {array.null_count} missing values")
     if pa.types.is_boolean(array.type):
         array = pc.cast(array, pa.string())
+    declared = domain is not None
     if domain is None:
         domain = pc.unique(array).to_pylist()
-    column = Column(name, role, tuple(domain))
+    column = Column(name, role, tuple(domain), declared=declared)
     value_set = pa.array(list(column.domain))
     if not value_set.type.equals(array.type):
         try:

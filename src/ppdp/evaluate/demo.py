@@ -26,7 +26,6 @@ import numpy as np
 
 from ppdp.evaluate.metrics import average_relative_error
 from ppdp.evaluate.workloads import QueryPool, splu_pools
-from ppdp.io import write_atomic
 from ppdp.mechanisms import (
     DBR,
     Anatomy,
@@ -38,6 +37,7 @@ from ppdp.mechanisms import (
 )
 from ppdp.randomness import RandomState, make_rng
 from ppdp.release import Z95
+from ppdp.storage import write_atomic
 
 __all__ = ["DemoResult", "DemoRow", "run_demo"]
 

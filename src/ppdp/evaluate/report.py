@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ppdp.evaluate.experiments import ExperimentResult
-from ppdp.io import write_atomic
+from ppdp.storage import write_atomic
 
 __all__ = ["write_report"]
 
