@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from importlib import resources
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -33,6 +34,7 @@ from ppdp.mechanisms.alphabeta import (
     ViewSequence,
     fingerprint,
     privacy_parameters,
+    public_row_count,
     theorem_4_3_violations,
     view_rates,
 )
@@ -41,6 +43,9 @@ from ppdp.table import Column, Role, Schema, Table
 
 ADULT_N = 30162
 ADULT_M = 648023040
+# The row count beta is computed from at (k, gamma) = (10, 0.2): 30,162 rounded up to 4 * 8192,
+# so that beta = k n'/(gamma m) does not give n away.
+ADULT_PUBLIC_N = public_row_count(ADULT_N, k=10, gamma=0.2)
 
 # Example 4.1: domains age 20..39, nationality {American, British, Indian}, score 81..100
 # (m = 20 * 3 * 20 = 1200) and the 12 rows of the view of Table 1(d).
@@ -96,7 +101,8 @@ def assert_calibrated(estimates: np.ndarray, stderrs: np.ndarray, label: str) ->
 
 @pytest.fixture(scope="module")
 def adult() -> Table:
-    return ppdp.datasets.adult()
+    # The paper's setting (m = 648,023,040): the domains are the values present.
+    return ppdp.datasets.adult(observed_domains=True)
 
 
 # -- Example 4.1 -------------------------------------------------------------------------------
@@ -162,12 +168,19 @@ def test_section_4_2_parameter_choice(adult):
     assert alpha + beta == pytest.approx(0.5, rel=1e-12)
     assert theorem_4_3_violations(alpha=alpha, beta=beta, d=d, gamma=0.2) == []
     assert TupleDomain.of(adult.schema).size == ADULT_M
-    guarantee = AlphaBeta(k=10, gamma=0.2).guarantee(adult)
-    assert (guarantee.alpha, guarantee.beta, guarantee.d) == pytest.approx((alpha, beta, d))
-    assert guarantee.n == ADULT_N and guarantee.m == ADULT_M
-    assert guarantee.expected_view_size == pytest.approx(alpha * ADULT_N + beta * ADULT_M)
+    # The views draw with beta = k n'/(gamma m), n' = 32,768 the public row count (the
+    # guarantee for d' = k n'/m >= d covers every adversary with prior <= d); the guarantee
+    # reports what the views publish.
+    assert ADULT_PUBLIC_N == 32768
+    public = privacy_parameters(k=10, gamma=0.2, n=ADULT_PUBLIC_N, m=ADULT_M)
+    assert theorem_4_3_violations(alpha=public[0], beta=public[1], d=d, gamma=0.2) == []
     sequence = AlphaBeta(k=10, gamma=0.2).views(adult)
-    assert (sequence.alpha, sequence.beta, sequence.d) == pytest.approx((alpha, beta, d))
+    assert (sequence.alpha, sequence.beta, sequence.d) == pytest.approx(public)
+    guarantee = AlphaBeta(k=10, gamma=0.2).guarantee(adult)
+    assert (guarantee.alpha, guarantee.beta, guarantee.d) == pytest.approx(public)
+    assert guarantee.n == ADULT_N and guarantee.m == ADULT_M
+    assert guarantee.expected_view_size == pytest.approx(public[0] * ADULT_N
+                                                         + public[1] * ADULT_M)
 
 
 def test_violation_of_d_at_most_gamma(adult):
@@ -197,9 +210,12 @@ def test_violation_of_the_beta_share(adult):
     with pytest.raises(InfeasibleError, match="raise beta to at least") as info:
         AlphaBeta(alpha=0.4, beta=0.0005, k=10, gamma=0.2).publish(adult, random_state=0)
     fix = float(re.search(r"raise beta to at least ([\d.e+-]+)", str(info.value)).group(1))
+    # Publishing checks d' = k n'/m of the public row count n' (which does not reveal n).
+    d_public = 10 * ADULT_PUBLIC_N / ADULT_M
     # The fix (printed to 4 significant digits) meets the condition, a bit less does not.
-    assert theorem_4_3_violations(alpha=0.4, beta=fix * 1.001, d=d, gamma=0.2) == []
-    assert theorem_4_3_violations(alpha=0.4, beta=fix * 0.99, d=d, gamma=0.2) != []
+    assert theorem_4_3_violations(alpha=0.4, beta=fix * 1.001, d=d_public, gamma=0.2) == []
+    assert theorem_4_3_violations(alpha=0.4, beta=fix * 0.99, d=d_public, gamma=0.2) != []
+    AlphaBeta(alpha=0.4, beta=fix * 1.001, k=10, gamma=0.2).views(adult)
 
 
 def test_violation_of_alpha_plus_beta(adult):
@@ -222,9 +238,14 @@ def test_infeasible_k_says_what_to_change(adult):
     assert "lower k to at most" in message and "1/2" in message
     gamma_fix = float(re.search(r"raise gamma to at least ([\d.e+-]+)", message).group(1))
     k_fix = float(re.search(r"lower k to at most ([\d.e+-]+)", message).group(1))
-    _, beta, _ = privacy_parameters(k=3000, gamma=gamma_fix * 1.001, n=ADULT_N, m=ADULT_M)
+    # Publishing computes beta from the public row count n' (which depends on k and gamma).
+    gamma = gamma_fix * 1.001
+    _, beta, _ = privacy_parameters(k=3000, gamma=gamma, m=ADULT_M,
+                                    n=public_row_count(ADULT_N, k=3000, gamma=gamma))
     assert beta <= 0.5
-    _, beta, _ = privacy_parameters(k=k_fix * 0.999, gamma=0.2, n=ADULT_N, m=ADULT_M)
+    k = k_fix * 0.999
+    _, beta, _ = privacy_parameters(k=k, gamma=0.2, m=ADULT_M,
+                                    n=public_row_count(ADULT_N, k=k, gamma=0.2))
     assert beta <= 0.5
     # d = k n/m >= 1 is refused as well, naming the k to stay below.
     with pytest.raises(InfeasibleError, match="lower k below"):
@@ -683,20 +704,23 @@ def refused(*args: object, match: str) -> str:
     return lines[0]
 
 
-def test_cli_views_of_the_paper_table(shared_datasets, tmp_path):
-    """Two views of adult-arx-9attr.csv at (10 n/m, 0.2) with v = 2, no --sensitive; a third
-    view and a view with other parameters are refused."""
+def test_cli_views_of_the_paper_table(shared_datasets, private_state_dir, tmp_path):
+    """Two views of adult-arx-9attr.csv at (10 n/m, 0.2) with v = 2, no --sensitive, over the
+    values present (the paper's setting); a third view and a view with other parameters are
+    refused."""
     source = shared_datasets / "adult" / "adult-arx-9attr.csv"
-    params = ["-m", "alphabeta", "-p", "k=10", "-p", "gamma=0.2", "-p", "v=2"]
+    params = ["-m", "alphabeta", "-p", "k=10", "-p", "gamma=0.2", "-p", "v=2",
+              "--observed-domains"]
     first = run("publish", source, *params, "-o", tmp_path / "view1", "--seed", 1)
     assert first.exit_code == 0, first.output
     meta = json.loads((tmp_path / "view1" / "release.json").read_text())
     assert meta["mechanism"] == "alphabeta" and meta["parameters"]["view"] == 1
-    assert meta["parameters"]["beta"] == pytest.approx(10 * ADULT_N / ADULT_M / 0.2)
-    state_root = tmp_path / ".ppdp-state"
-    states = list(state_root.glob("*/state.json"))
+    # beta = k n'/(gamma m) with n' the public row count, not n.
+    assert meta["parameters"]["beta"] == pytest.approx(10 * ADULT_PUBLIC_N / ADULT_M / 0.2)
+    # The private state is kept in the state folder ($PPDP_STATE_DIR), not beside the release.
+    states = list(private_state_dir.glob("*/state.json"))
     assert len(states) == 1 and json.loads(states[0].read_text())["published"] == 1
-    assert not list((tmp_path / "view1").rglob("state.json"))
+    assert not list(tmp_path.rglob("state.json"))
     second = run("publish", source, *params, "-o", tmp_path / "view2", "--seed", 2)
     assert second.exit_code == 0, second.output
     meta = json.loads((tmp_path / "view2" / "release.json").read_text())
@@ -713,7 +737,7 @@ def test_cli_views_of_the_paper_table(shared_datasets, tmp_path):
     assert set(json.loads(answer.stdout)) == {"estimate", "stderr", "ci95"}
 
 
-def test_cli_state_dir(tmp_path):
+def test_cli_state_dir(private_state_dir, tmp_path):
     """--state-dir puts the state there and nothing beside the release; the bundled adult at
     (n/m, 0.5) keeps the views small."""
     params = ["-m", "alphabeta", "-p", "k=1", "-p", "gamma=0.5", "-p", "v=2"]
@@ -727,15 +751,22 @@ def test_cli_state_dir(tmp_path):
                  private)
     assert result.exit_code == 0, result.output
     assert json.loads((out / "v2" / "release.json").read_text())["parameters"]["view"] == 2
-    # Without --state-dir the state beside the release is empty: a new sequence starts.
+    # Without --state-dir the state is kept in the default state folder ($PPDP_STATE_DIR
+    # here), which holds none for this table yet: a new sequence starts there ...
     result = run("publish", "adult", *params, "-o", out / "v3", "--seed", 3)
     assert result.exit_code == 0, result.output
     assert json.loads((out / "v3" / "release.json").read_text())["parameters"]["view"] == 1
-    assert (out / ".ppdp-state").is_dir()
+    assert list(private_state_dir.glob("*/state.json"))
+    assert not (out / ".ppdp-state").exists() and not list(tmp_path.rglob(".ppdp-state"))
+    # ... and continues whatever the output folder.
+    result = run("publish", "adult", *params, "-o", tmp_path / "elsewhere" / "v4", "--seed", 4)
+    assert result.exit_code == 0, result.output
+    metadata = json.loads((tmp_path / "elsewhere" / "v4" / "release.json").read_text())
+    assert metadata["parameters"]["view"] == 2
 
 
 @pytest.mark.parametrize("variant", ["sensitive", "row order"])
-def test_cli_same_rows_continue_the_sequence(adult, tmp_path, variant):
+def test_cli_same_rows_continue_the_sequence(tmp_path, variant):
     params = ["-m", "alphabeta", "-p", "k=1", "-p", "gamma=0.5", "-p", "v=2"]
     result = run("publish", "adult", *params, "-o", tmp_path / "v1", "--seed", 1)
     assert result.exit_code == 0, result.output
@@ -743,11 +774,15 @@ def test_cli_same_rows_continue_the_sequence(adult, tmp_path, variant):
         again = run("publish", "adult", *params, "-s", "occupation", "-o", tmp_path / "v2",
                     "--seed", 2)
     else:
+        # The bundled adult's rows shuffled, with the same (codebook) domains declared.
+        adult = ppdp.datasets.adult()
         source = tmp_path / "data" / "shuffled.parquet"
         source.parent.mkdir()
         order = np.random.default_rng(0).permutation(adult.n_rows)
         pq.write_table(adult.take(order).to_arrow(), source)
-        again = run("publish", source, *params, "-o", tmp_path / "v2", "--seed", 2)
+        with resources.as_file(resources.files("ppdp.datasets") / "adult.domains.json") as path:
+            again = run("publish", source, *params, "--domains", path, "-o", tmp_path / "v2",
+                        "--seed", 2)
     assert again.exit_code == 0, again.output
     assert json.loads((tmp_path / "v2" / "release.json").read_text())["parameters"]["view"] == 2
 
@@ -794,3 +829,142 @@ def test_marginal_noise_options_are_checked():
         AlphaBeta(k=1, gamma=0.5, v=2, noise="marginal")
     with pytest.raises(ValueError, match="noise"):
         AlphaBeta(k=1, gamma=0.5, noise="gaussian")
+
+
+# -- resource limits and extreme parameters -----------------------------------------------------
+
+
+def sparse_table(n_rows: int = 200) -> Table:
+    """n rows over a domain of m = 50 * 50 * 40 = 100,000 tuples."""
+    rng = np.random.default_rng(7)
+    return int_table({"a": 50, "b": 50, "c": 40}, rng.integers(0, 40, size=(n_rows, 3)))
+
+
+def test_a_view_over_max_rows_is_refused_before_it_is_drawn():
+    """100 rows over m = 5 10^9 tuples at alpha = 0.3, beta = 0.2 expect a view of about 10^9
+    tuples (alpha n + beta m): refused with its size, its memory and the limit to raise, while
+    allocating next to nothing (a cap on new address space turns a regression into a
+    MemoryError instead of exhausting the machine)."""
+    resource = pytest.importorskip("resource")
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    table = int_table({"a": 1000, "b": 1000, "c": 5000}, rng.integers(0, 1000, size=(100, 3)))
+    mechanism = AlphaBeta(alpha=0.3, beta=0.2)
+    assert mechanism.expected_view_size(100, 5 * 10**9) == pytest.approx(1e9, rel=1e-6)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    try:
+        with open("/proc/self/status") as status:
+            size = next(int(line.split()[1]) * 1024 for line in status
+                        if line.startswith("VmSize"))
+    except FileNotFoundError:
+        pytest.skip("the address-space cap reads /proc/self/status (Linux)")
+    cap = size + 2**30 if hard == resource.RLIM_INFINITY else min(size + 2**30, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    tracemalloc.start()
+    try:
+        with pytest.raises(InfeasibleError) as error:
+            mechanism.publish(table, random_state=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    assert peak < 2**24
+    message = str(error.value)
+    assert ("about 1,000,000,030 tuples (alpha n + beta m with n = 100, m = 5,000,000,000"
+            in message)
+    assert "need about 64 GB of memory" in message
+    assert "more than max_rows = 20,000,000" in message
+    assert "max_rows=1100000000 (CLI: -p max_rows=1100000000)" in message
+    with pytest.raises(InfeasibleError, match="about 1,000,000,030 tuples"):
+        mechanism.views(table)
+    # Later views are checked with Algorithm 4's rates and the size of V'.
+    with pytest.raises(InfeasibleError, match=r"view 2, \|V'\| = 1,000"):
+        AlphaBeta(alpha=0.3, beta=0.2, v=2).check_view_size(table, earlier=1000, view=2)
+
+
+def test_raising_max_rows_lets_a_larger_view_through():
+    # 1,000 rows over m = 10^6 at alpha = 0.3, beta = 0.2: about 200,300 tuples expected.
+    rng = np.random.default_rng(1)
+    table = int_table({"a": 100, "b": 100, "c": 100}, rng.integers(0, 100, size=(1000, 3)))
+    with pytest.raises(InfeasibleError, match=r"raise the limit .* max_rows=210000"):
+        AlphaBeta(alpha=0.3, beta=0.2, max_rows=100_000).publish(table, random_state=0)
+    mechanism = AlphaBeta.from_params({"alpha": "0.3", "beta": "0.2", "max_rows": "2.1e5"})
+    assert mechanism.max_rows == 210_000
+    release = mechanism.publish(table, random_state=0)
+    assert abs(release.n_rows - 200_300) < 5 * math.sqrt(10**6 * 0.2 * 0.8)
+
+
+def test_max_rows_is_a_resource_option_not_a_privacy_parameter(tmp_path):
+    """max_rows is left out of the release's parameters, the saved view state and the
+    parameters later views must repeat: a later view may be published with another limit."""
+    table = sparse_table()
+    mechanism = AlphaBeta(alpha=0.3, beta=0.2, v=2, max_rows=10**6)
+    assert "max_rows" not in mechanism.parameter_values
+    assert mechanism.resource_values == {"max_rows": 10**6}
+    assert "max_rows=1000000" in repr(mechanism)
+    views = mechanism.views(table)
+    release = views.publish(random_state=0)
+    assert "max_rows" not in release.parameters
+    release.save(tmp_path / "view1")
+    assert "max_rows" not in (tmp_path / "view1" / "release.json").read_text()
+    views.save_state(tmp_path / "state")
+    assert "max_rows" not in (tmp_path / "state" / "state.json").read_text()
+    raised = AlphaBeta(alpha=0.3, beta=0.2, v=2, max_rows=5 * 10**6)
+    later = ViewSequence.load_state(tmp_path / "state", raised, table)
+    assert later.publish(random_state=1).parameters["view"] == 2
+
+
+def test_a_thousand_columns_give_a_schema_error_not_an_overflow():
+    # m = 2^1000, beyond a float: the message states it as a power of ten.
+    table = int_table({f"c{i}": 2 for i in range(1000)}, np.zeros((5, 1000), dtype=np.int64))
+    mechanism = AlphaBeta(k=1, gamma=0.5)
+    with pytest.raises(ppdp.SchemaError, match=r"1000 columns has 10\^301 tuples"):
+        mechanism.publish(table, random_state=0)
+    with pytest.raises(ppdp.SchemaError, match=r"10\^301"):
+        mechanism.guarantee(table)
+
+
+@pytest.mark.parametrize(("params", "match"), [
+    ({"k": "1e308", "gamma": "0.2"}, r"needs beta = k n'/\(gamma m\) = inf > 1/2.*lower k"),
+    ({"k": "1", "gamma": "1e308"}, r"gamma must be in the open interval \(0, 1\)"),
+    ({"k": "1", "gamma": "1e-320"}, r"raise gamma"),
+    ({"k": "inf", "gamma": "0.2"}, r"k must be a positive number"),
+    ({"k": "nan", "gamma": "0.2"}, r"k must be a positive number"),
+    ({"k": "1", "gamma": "nan"}, r"gamma must be in the open interval"),
+    ({"alpha": "1e-320", "beta": "0.5"}, r"alpha must be at least 1e-09"),
+    ({"alpha": "0.5", "beta": "nan"}, r"beta must be in the open interval"),
+    ({"alpha": "inf", "beta": "0.1"}, r"alpha must be in the open interval"),
+    ({"k": "1", "gamma": "0.2", "v": "1e308"},
+     r"v \(number of views\) must be an integer in 1\.\.1,000,000, got 10\^308"),
+    ({"k": "1", "gamma": "0.2", "max_rows": "0"}, r"max_rows must be an integer >= 1"),
+    # d = 50 * 200/100,000 = 0.1 and d/gamma = 1/2 exactly: alpha = 1/2 - beta = 0.
+    ({"k": "50", "gamma": "0.2"}, r"n' = 1,024 is the row count rounded up"),
+])
+def test_extreme_parameters_give_a_value_error_naming_them(params, match):
+    table = sparse_table()
+    with pytest.raises(ValueError, match=match):
+        mechanism = AlphaBeta.from_params(params)
+        mechanism.guarantee(table)
+        mechanism.publish(table, random_state=0)
+
+
+@pytest.mark.parametrize("params", [{"k": "1e-320", "gamma": "0.2"},
+                                    {"alpha": "0.5", "beta": "1e-320"},
+                                    {"k": "1", "gamma": "0.9999999999999999"}])
+def test_tiny_parameters_give_a_valid_view(params):
+    table = sparse_table()
+    mechanism = AlphaBeta.from_params(params)
+    assert math.isfinite(mechanism.guarantee(table).expected_view_size)
+    estimate = mechanism.publish(table, random_state=0).count("a = 1")
+    assert math.isfinite(estimate.value) and math.isfinite(estimate.stderr)
+
+
+@pytest.mark.parametrize(("options", "match"), [
+    ({"n": 10, "m": 0}, r"m \(domain size\) must be an integer in 1\.\.2\^62 - 1, got 0"),
+    ({"n": -1, "m": 10}, r"n \(number of rows\) must be an integer >= 0"),
+    ({"n": 10, "m": 10**400}, r"got 10\^400"),
+])
+def test_guarantee_checks_n_and_m(options, match):
+    with pytest.raises(ValueError, match=match):
+        AlphaBeta(k=1, gamma=0.2).guarantee(**options)

@@ -45,9 +45,11 @@ QUASI = ("Age", "Gender", "Zipcode")
 
 
 def figure_1a() -> Table:
+    # The paper's example: the values present are its intended (public) domains.
     return table_from_arrow(pa.table({"Age": AGE, "Gender": GENDER, "Zipcode": ZIPCODE,
                                       "Disease": DISEASE}),
-                            roles={"Disease": Role.SENSITIVE})
+                            roles={"Disease": Role.SENSITIVE}).declare_observed_domains(
+        warn=False)
 
 
 def figure_2() -> AmbiguityRelease:
@@ -437,7 +439,7 @@ def test_adult_counts_on_the_sensitive_column_are_exact(adult: Table,
     quasi-identifier factor of a group sums to 1 and ST holds the true counts."""
     release = adult_release
     assert release.count("age >= 0").value == pytest.approx(adult.n_rows, rel=1e-12)
-    assert release.count("SELECT COUNT(*) FROM adult").value == pytest.approx(adult.n_rows,
+    assert release.count("SELECT COUNT(*) FROM t").value == pytest.approx(adult.n_rows,
                                                                              rel=1e-12)
     for text in ("occupation = 'Sales'", "occupation IN ('Sales', 'Tech-support')",
                  "occupation != 'Armed-Forces'"):
@@ -722,7 +724,8 @@ def test_parameters_at_one_are_accepted() -> None:
 def test_table_without_quasi_identifier_is_refused() -> None:
     """Ambiguity publishes one AT per quasi-identifier; a table with none is a SchemaError."""
     table = table_from_arrow(pa.table({"note": ["x", "y", "z"], "s": ["a", "b", "c"]}),
-                             roles={"note": Role.IGNORED, "s": Role.SENSITIVE})
+                             roles={"note": Role.IGNORED, "s": Role.SENSITIVE},
+                             domains={"s": ["a", "b", "c"]})
     with pytest.raises(SchemaError, match="quasi-identifier"):
         Ambiguity(alpha=1.0, beta=0.5).publish(table)
 

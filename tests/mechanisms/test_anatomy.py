@@ -29,8 +29,10 @@ DISEASE = ["flu", "flu", "flu", "cold", "cold", "cold", "hiv", "hiv", "ulcer", "
 
 
 def hand_table() -> Table:
+    # A synthetic table: the values present are its intended (public) domains.
     return table_from_arrow(pa.table({"age": AGE, "zip": ZIP, "disease": DISEASE}),
-                            roles={"disease": Role.SENSITIVE})
+                            roles={"disease": Role.SENSITIVE}).declare_observed_domains(
+        warn=False)
 
 
 def published(release: AnatomyRelease) -> tuple[list[dict[str, Any]], list[int],
@@ -130,7 +132,8 @@ def test_group_sizes_on_random_tables(n_rows: int, l: int, seed: int) -> None:  
     # Values cycle through 2l of them, so no value exceeds N / l.
     disease = [f"d{k % (2 * l)}" for k in rng.permutation(n_rows)]
     table = table_from_arrow(pa.table({"qi": rng.integers(0, 5, n_rows), "disease": disease}),
-                             roles={"disease": Role.SENSITIVE})
+                             roles={"disease": Role.SENSITIVE}).declare_observed_domains(
+        warn=False)
     release = Anatomy(l=l).publish(table, random_state=seed)
     _, groups, st_table = published(release)
     size = Counter(groups)
@@ -185,7 +188,8 @@ def test_infeasible_l_names_the_largest_feasible_l() -> None:
     with pytest.raises(InfeasibleError, match="largest feasible l is 3"):
         Anatomy(l=4).publish(hand_table())
     dominated = table_from_arrow(pa.table({"qi": [1, 2, 3, 4], "s": ["a", "a", "a", "b"]}),
-                                 roles={"s": Role.SENSITIVE})
+                                 roles={"s": Role.SENSITIVE}).declare_observed_domains(
+        warn=False)
     with pytest.raises(InfeasibleError, match="no l >= 2 is feasible"):
         Anatomy(l=2).publish(dominated)
 
@@ -195,7 +199,7 @@ def test_infeasible_l_names_the_largest_feasible_l() -> None:
 def test_the_named_largest_l_is_feasible_and_the_next_is_not(values: list[int]) -> None:
     table = table_from_arrow(pa.table({"qi": list(range(len(values))),
                                        "s": [f"v{v}" for v in values]}),
-                             roles={"s": Role.SENSITIVE})
+                             roles={"s": Role.SENSITIVE}).declare_observed_domains(warn=False)
     largest = len(values) // max(Counter(values).values())
     with pytest.raises(InfeasibleError) as info:
         Anatomy(l=max(largest + 1, 2)).publish(table)
@@ -225,9 +229,7 @@ def test_l_must_be_an_integer_of_at_least_two(l: Any) -> None:  # noqa: E741
 
 
 def test_ignored_columns_are_not_published() -> None:
-    table = table_from_arrow(pa.table({"age": AGE, "zip": ZIP, "disease": DISEASE}),
-                             roles={"disease": Role.SENSITIVE}).with_roles(
-        sensitive="disease", quasi_identifiers=["age"])
+    table = hand_table().with_roles(sensitive="disease", quasi_identifiers=["age"])
     release = Anatomy(l=2).publish(table, random_state=0)
     assert release.schema.names == ("age", "disease")
     assert set(release.qit) == {"age"}

@@ -25,13 +25,14 @@ N = sum(COUNTS.values())
 
 
 def marginal_table(seed: int) -> Table:
+    """A synthetic table whose values present are its intended (public) domains."""
     rng = np.random.default_rng(seed)
     sensitive = [v for v, n in COUNTS.items() for _ in range(n)]
     return table_from_arrow(pa.table({
         "age": rng.integers(20, 70, N),
         "sex": rng.choice(["F", "M"], N),
         "disease": sensitive,
-    }), roles={"disease": Role.SENSITIVE})
+    }), roles={"disease": Role.SENSITIVE}).declare_observed_domains(warn=False)
 
 
 def binomial_tolerance(n: int, p: float) -> float:
@@ -96,7 +97,7 @@ def test_correlation_with_other_attributes_is_lost() -> None:
     values = [v for v, n in sizes.items() for _ in range(n)]
     n_rows = len(values)
     table = table_from_arrow(pa.table({"qi": values, "s": values}),
-                             roles={"s": Role.SENSITIVE})
+                             roles={"s": Role.SENSITIVE}).declare_observed_domains(warn=False)
     assert table.count("qi = 'a' AND s = 'a'").value == 1600
     release = DBR().publish(table, random_state=13)
     # Rows with qi = 'a' publish s = 'a' independently with p_a: Binomial(N_a, p_a).
@@ -120,8 +121,8 @@ def test_every_sensitive_column_is_redrawn() -> None:
         "s1": np.repeat(["x", "y"], [2000, 1000]),
         "s2": np.repeat([1, 2, 3], 1000),
         "dropped": np.zeros(n_rows, dtype=np.int64),
-    }), roles={"s1": Role.SENSITIVE, "s2": Role.SENSITIVE}).with_roles(
-        sensitive=["s1", "s2"], quasi_identifiers=["qi"])
+    }), roles={"s1": Role.SENSITIVE, "s2": Role.SENSITIVE}).declare_observed_domains(
+        warn=False).with_roles(sensitive=["s1", "s2"], quasi_identifiers=["qi"])
     release = DBR().publish(table, random_state=8)
     assert release.schema.names == ("qi", "s1", "s2")
     p_x = 2000 / n_rows

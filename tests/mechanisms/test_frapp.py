@@ -50,7 +50,8 @@ def conditions(p: float, *, k: float, gamma: float, n: int, m: int) -> tuple[boo
 
 @pytest.fixture(scope="module")
 def adult() -> Table:
-    return ppdp.datasets.adult()
+    # The alpha-beta paper's setting (m = 648,023,040): the domains are the values present.
+    return ppdp.datasets.adult(observed_domains=True)
 
 
 # -- the retention -----------------------------------------------------------------------------
@@ -202,3 +203,70 @@ def test_release_save_load_round_trip(adult, tmp_path):
     assert isinstance(loaded, FrappRelease) and loaded.parameters == release.parameters
     for query in [*QUERIES, "SELECT COUNT(*) GROUP BY sex"]:
         assert loaded.count(query) == release.count(query)
+
+
+# -- sizes and extreme parameters -----------------------------------------------------------------
+
+
+def int_table(sizes: dict[str, int], rows: np.ndarray) -> Table:
+    """A table of integer columns with domains 0..size-1, rows given as codes (one per line)."""
+    schema = Schema(tuple(Column(c, Role.QUASI_IDENTIFIER, tuple(range(s)))
+                          for c, s in sizes.items()))
+    return Table(schema, {c: np.asarray(rows)[:, i] for i, c in enumerate(sizes)})
+
+
+def sparse_table() -> Table:
+    """200 rows over a domain of m = 50 * 50 * 40 = 100,000 tuples."""
+    rng = np.random.default_rng(7)
+    return int_table({"a": 50, "b": 50, "c": 40}, rng.integers(0, 40, size=(200, 3)))
+
+
+def test_a_thousand_columns_give_a_schema_error_not_an_overflow():
+    table = int_table({f"c{i}": 2 for i in range(1000)}, np.zeros((5, 1000), dtype=np.int64))
+    mechanism = FRAPP(k=1, gamma=0.5)
+    with pytest.raises(ppdp.SchemaError, match=r"1000 columns has 10\^301 tuples"):
+        mechanism.publish(table, random_state=0)
+    with pytest.raises(ppdp.SchemaError, match=r"10\^301"):
+        mechanism.guarantee(table)
+
+
+@pytest.mark.parametrize(("params", "match"), [
+    ({"k": "1e308", "gamma": "0.2"}, r"d = k n/m = inf below gamma = 0\.2; lower k"),
+    ({"k": "1", "gamma": "1e308"}, r"gamma must be in the open interval \(0, 1\)"),
+    ({"k": "1", "gamma": "1e-320"}, r"lower k"),
+    ({"k": "inf", "gamma": "0.2"}, r"k must be a positive number"),
+    ({"k": "nan", "gamma": "0.2"}, r"k must be a positive number"),
+    ({"k": "1", "gamma": "nan"}, r"gamma must be in the open interval"),
+])
+def test_extreme_parameters_give_a_value_error_naming_them(params, match):
+    table = sparse_table()
+    with pytest.raises(ValueError, match=match):
+        mechanism = FRAPP.from_params(params)
+        mechanism.guarantee(table)
+        mechanism.publish(table, random_state=0)
+
+
+@pytest.mark.parametrize("k", ["1e-320", "1e-300", "1e-12"])
+def test_tiny_k_gives_a_valid_view(k):
+    table = sparse_table()
+    release = FRAPP.from_params({"k": k, "gamma": "0.5"}).publish(table, random_state=0)
+    assert release.n_rows == table.n_rows
+    estimate = release.count("a = 1")
+    assert math.isfinite(estimate.value) and math.isfinite(estimate.stderr)
+
+
+@pytest.mark.parametrize(("options", "match"), [
+    ({"n": 10, "m": 0}, r"m \(domain size\) must be an integer in 1\.\.2\^62 - 1, got 0"),
+    ({"n": -1, "m": 10}, r"n \(number of rows\) must be an integer >= 0"),
+    ({"n": 10, "m": 10**400}, r"got 10\^400"),
+    ({"n": 1, "m": 1}, r"the domain holds a single tuple \(m = 1\)"),
+])
+def test_guarantee_checks_n_and_m(options, match):
+    with pytest.raises(ValueError, match=match):
+        FRAPP(k=0.1, gamma=0.5).guarantee(**options)
+
+
+def test_a_vanishing_retention_is_refused():
+    # k = 10^12 over m = 2^62 - 1 gives p of about gamma/(k (1 - gamma)) = 10^-12.
+    with pytest.raises(InfeasibleError, match=r"retention p = 1e-12, too small to estimate"):
+        FRAPP(k=1e12, gamma=0.5).guarantee(n=1, m=2**62 - 1)

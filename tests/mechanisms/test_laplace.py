@@ -191,3 +191,53 @@ def test_epsilon_must_be_positive(epsilon: Any) -> None:
 def test_sensitivity_must_be_positive(sensitivity: Any) -> None:
     with pytest.raises(ValueError, match="sensitivity must be a positive number"):
         LaplaceCounts(epsilon=1.0, sensitivity=sensitivity)
+
+
+# -- extreme parameters ---------------------------------------------------------------------------
+
+
+def declared_people(n_rows: int = 200) -> Table:
+    rng = np.random.default_rng(3)
+    return table_from_arrow(pa.table({"age": rng.integers(18, 80, n_rows),
+                                      "sex": rng.choice(["F", "M"], n_rows)}),
+                            domains={"age": list(range(18, 80)), "sex": ["F", "M"]})
+
+
+@pytest.mark.parametrize("seed", [None, 3])
+@pytest.mark.parametrize("params", [{"epsilon": "1e300"}, {"epsilon": "1e308"},
+                                    {"epsilon": "800"},
+                                    {"epsilon": "1", "sensitivity": "1e-320"}])
+def test_a_huge_epsilon_answers_the_true_count(params, seed):
+    """exp(-epsilon/sensitivity) underflows to 0: the noise is 0 in every draw, its interval
+    is the answer itself."""
+    table = declared_people()
+    truth = table.count("age > 40").value  # type: ignore[union-attr]
+    mechanism = LaplaceCounts.from_params(params)
+    assert mechanism.guarantee().to_dict()["noise_variance"] == 0
+    estimate = mechanism.publish(table, random_state=seed).count("age > 40")
+    assert isinstance(estimate, Estimate)
+    assert estimate.value == truth and estimate.stderr == 0
+    assert estimate.ci95 == (truth, truth)
+
+
+@pytest.mark.parametrize(("params", "match"), [
+    ({"epsilon": "1e-320"}, r"epsilon must be at least 1e-12 for sensitivity 1, got 1e-320"),
+    ({"epsilon": "1e-15"}, r"noise scale sensitivity/epsilon must be at most 1e\+12"),
+    ({"epsilon": "1", "sensitivity": "1e308"},
+     r"epsilon must be at least 1e\+296 for sensitivity 1e\+308"),
+    ({"epsilon": "inf"}, r"epsilon must be a positive number, got inf"),
+    ({"epsilon": "nan"}, r"epsilon must be a positive number, got nan"),
+    ({"epsilon": "-1"}, r"epsilon must be a positive number"),
+    ({"epsilon": "1", "sensitivity": "nan"}, r"sensitivity must be a positive number"),
+])
+def test_extreme_parameters_give_a_value_error_naming_them(params, match):
+    with pytest.raises(ValueError, match=match):
+        LaplaceCounts.from_params(params)
+
+
+def test_noise_of_a_large_scale_is_not_clipped_at_32_bits():
+    """At scale 10^10 (epsilon = 10^-10) a draw falls below 2^31 in magnitude with probability
+    1 - e^-0.21 = 0.19, so 50 draws all do with probability 1e-36; a 32-bit sampler saturates
+    at 2^31 and never exceeds it."""
+    session = LaplaceCounts(epsilon=1e-10).publish(declared_people())
+    assert np.abs(session.noise(50)).max() > 2**31

@@ -44,9 +44,11 @@ ZIP_DOMAIN = ["130", "140", "150"]
 
 
 def hand_table() -> Table:
-    return table_from_arrow(pa.table({"age": AGE, "zip": ZIP, "disease": DISEASE}),
-                            roles={"disease": Role.SENSITIVE},
-                            domains={"age": AGE_DOMAIN, "zip": ZIP_DOMAIN})
+    # The diseases present are the example's intended (public) sensitive domain.
+    table = table_from_arrow(pa.table({"age": AGE, "zip": ZIP, "disease": DISEASE}),
+                             roles={"disease": Role.SENSITIVE},
+                             domains={"age": AGE_DOMAIN, "zip": ZIP_DOMAIN})
+    return table.declare_observed_domains(["disease"], warn=False)
 
 
 def zip_hierarchy() -> Hierarchy:
@@ -116,7 +118,8 @@ def test_a_label_that_would_mean_two_covers_is_renamed() -> None:
     hierarchy = Hierarchy(("a", "b", "c"), (("a", "a", "c"), ("*", "*", "*")))
     table = table_from_arrow(pa.table({"x": ["a", "a", "a", "b"], "y": [1, 1, 2, 2],
                                        "s": ["p", "q", "p", "q"]}),
-                             roles={"s": Role.SENSITIVE}, domains={"x": ["a", "b", "c"]})
+                             roles={"s": Role.SENSITIVE},
+                             domains={"x": ["a", "b", "c"], "s": ["p", "q"]})
     release = Mondrian(k=2, hierarchies={"x": hierarchy}).publish(table, random_state=0)
     assert release.covers("x") == {"a": ("a",), "a (level 1)": ("a", "b")}
     assert release.count("x = 'b'").value == pytest.approx(1.0)
@@ -154,6 +157,7 @@ def random_tables(draw: st.DrawFn) -> tuple[Table, dict[str, Hierarchy]]:
         domains[name] = domain
     n_values = draw(st.integers(1, 5))
     data["s"] = [f"s{j}" for j in rng.integers(0, n_values, size=n_rows)]
+    domains["s"] = [f"s{j}" for j in range(n_values)]
     table = table_from_arrow(pa.table(data), roles={"s": Role.SENSITIVE}, domains=domains)
     return table, hierarchies
 
@@ -278,8 +282,9 @@ def test_histogram_and_sorted_medians_agree(monkeypatch: pytest.MonkeyPatch,
 
 @pytest.fixture(scope="module")
 def adult(shared_datasets: Path) -> Table:
+    # The values present are public here (the UCI codebook lists every occupation present).
     return ppdp.read_table(shared_datasets / "adult" / "adult-arx-9attr.csv",
-                           sensitive="occupation")
+                           sensitive="occupation", observed_domains=True)
 
 
 @pytest.fixture(scope="module")

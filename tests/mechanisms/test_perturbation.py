@@ -360,7 +360,8 @@ def test_rows_outside_the_published_domain_fail_to_load(tmp_path):
     """A published value outside its sub-table's domain cannot come from the mechanism."""
     data = pa.table({"a": [0, 1, 0, 1, 0, 1, 0, 1] * 5,
                      "s": ["x", "y", "z", "x", "y", "z", "x", "w"] * 5})
-    table = table_from_arrow(data, roles={"s": Role.SENSITIVE})
+    table = table_from_arrow(data, roles={"s": Role.SENSITIVE},
+                             domains={"s": ["w", "x", "y", "z"]})
     release = UniformPerturbation(rho1=0.4, rho2=0.6).publish(table, random_state=1)
     path = release.save(tmp_path / "up")
     # Rewrite the rows with plain strings and the first row published as 'w': still valid.
@@ -407,7 +408,7 @@ def test_invalid_delta_in_guarantee():
 def test_rho1_equal_to_the_rarest_frequency_is_feasible():
     """Section 4.1: a value with Pr[X = x] <= rho1 is protected, equality included."""
     data = pa.table({"s": ["a"] + ["b"] + ["c"] * 159})
-    table = table_from_arrow(data, roles={"s": Role.SENSITIVE})
+    table = table_from_arrow(data, roles={"s": Role.SENSITIVE}, domains={"s": ["a", "b", "c"]})
     release = UniformPerturbation(rho1=1 / 161, rho2=0.5).publish(table, random_state=0)
     assert release.n_rows == 161
 
@@ -424,7 +425,8 @@ def test_infeasible_and_schema_errors(adult, mechanism_class):
         mechanism_class(rho1=0.1, rho2=0.3).publish(ppdp.datasets.adult())
     clash = table_from_arrow(pa.table({"subtable": [1, 2, 3, 4] * 5,
                                        "s": ["a", "b", "c", "d", "e"] * 4}),
-                             roles={"s": Role.SENSITIVE})
+                             roles={"s": Role.SENSITIVE},
+                             domains={"s": ["a", "b", "c", "d", "e"]})
     with pytest.raises(SchemaError, match="subtable"):
         mechanism_class(rho1=0.3, rho2=0.5).publish(clash, random_state=0)
 

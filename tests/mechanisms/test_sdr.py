@@ -472,7 +472,7 @@ def test_release_round_trip_and_file_contents(adult, tmp_path):
 def test_single_subtable_release_has_no_subtable_column(tmp_path):
     # Three equally frequent values: one balanced initial group, so one sub-table.
     data = pa.table({"a": list(range(30)), "s": ["x", "y", "z"] * 10})
-    table = table_from_arrow(data, roles={"s": Role.SENSITIVE})
+    table = table_from_arrow(data, roles={"s": Role.SENSITIVE}, domains={"s": ["x", "y", "z"]})
     release = PerturbationPartitioning(rho1=0.4, rho2=0.6).publish(table, random_state=0)
     assert release.n_subtables == 1
     path = release.save(tmp_path / "one")

@@ -31,9 +31,7 @@ import hashlib
 import json
 import math
 import os
-import shutil
-import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +45,7 @@ from ppdp.errors import InfeasibleError, ReleaseError, SchemaError
 from ppdp.mechanisms.base import (
     Mechanism,
     Parameter,
+    require_declared_domains,
     require_open_unit,
     require_positive,
     shuffled_positions,
@@ -54,7 +53,21 @@ from ppdp.mechanisms.base import (
 from ppdp.query import BoundQuery, Cube, count_histogram
 from ppdp.randomness import RandomState, make_rng
 from ppdp.release import Release, rows_from_arrow, rows_to_arrow
+from ppdp.resources import (
+    ALPHABETA_ROW,
+    ALPHABETA_TUPLE,
+    check_memory,
+    format_bytes,
+    format_count,
+    format_value,
+    published_columns,
+)
+from ppdp.storage import commit_directory, staged_directory
 from ppdp.table import Role, Schema, Table
+
+TUPLE_DOMAIN_RISK = (
+    "the guarantee is about the presence of tuples, while a release over those domains lists "
+    "every value present and draws no tuple with a value that is absent")
 
 MAX_DOMAIN = (1 << 62) - 1
 """The largest domain m supported: tuples are keyed by their index in D as 64-bit integers."""
@@ -79,6 +92,23 @@ def privacy_parameters(*, k: float, gamma: float, n: int, m: int) -> tuple[float
             f"d/gamma = {beta:.4g} > 1/2 = alpha + beta (Theorem 4.3); raise gamma to at least "
             f"{2 * d:.4g} or lower k to at most {gamma * m / (2 * n):.4g}")
     return 0.5 - beta, beta, d
+
+
+def public_row_count(n: int, *, k: float, gamma: float) -> int:
+    """n rounded up to a multiple of a power of two at least twice the precision to which a
+    view's size already reveals n, so that beta = k n'/(gamma m) reveals no more.
+
+    With alpha + beta = 1/2 (Section 4.2) the view holds about n/2 + beta m tuples with a
+    spread of sqrt(beta m) = sqrt(k n/gamma), so its size tells n to about
+    s = 2 sqrt(k n/gamma); the step is the power of two at or above 2 s. A larger n' means a
+    larger d' = k n'/m: the guarantee for d' covers every adversary with prior <= d.
+    """
+    spread = 2 * math.sqrt(k * n / gamma)
+    if not spread < 2.0**62:
+        # Beta far above 1/2 whatever the rounding: refused before anything is published.
+        return n
+    step = 1 << max(0, math.ceil(math.log2(2 * spread)))
+    return -(-n // step) * step
 
 
 def theorem_4_3_violations(*, alpha: float, beta: float, d: float, gamma: float) -> list[str]:
@@ -119,8 +149,10 @@ class TupleDomain:
     def of(cls, schema: Schema) -> TupleDomain:
         columns = tuple(c.name for c in schema.columns if c.role != Role.IGNORED)
         shape = tuple(schema[c].size for c in columns)
-        if math.prod(shape) > MAX_DOMAIN:
-            raise SchemaError(f"the domain of {len(columns)} columns has {math.prod(shape):.3g} "
+        size = math.prod(shape)
+        if size > MAX_DOMAIN:
+            # format_count: the size of a domain of many columns does not fit a float.
+            raise SchemaError(f"the domain of {len(columns)} columns has {format_count(size)} "
                               f"tuples, more than the 2^62 supported; leave columns out "
                               f"(role 'ignored') or coarsen their domains")
         return cls(columns, shape)
@@ -232,7 +264,17 @@ class AlphaBeta(Mechanism):
                                 "probability proportional to the table's smoothed attribute "
                                 "marginals, beta for the most likely (Algorithm 5)",
                   default="uniform"),
+        Parameter("max_rows", int, "refuse a view expected to hold more tuples than this (a "
+                                   "resource limit, not a privacy parameter; a tuple takes "
+                                   "about 100 bytes while publishing)",
+                  default=20_000_000, resource=True),
     )
+    max_views = 10**6
+    """The largest v: later views divide by (alpha + beta)(1 - e^(-1/v)), computed with a
+    cancellation that loses about log10(v) of float64's 16 digits (Algorithm 4)."""
+    min_alpha = 1e-9
+    """The smallest alpha: the estimator divides by alpha, recovered as (alpha + beta) - beta
+    (Algorithm 3), which keeps 7 digits of it at this bound."""
     guarantee_uses_table = True
     guarantee_parameters = (
         Parameter("n", int, "number of rows n (taken from the table when one is given)",
@@ -243,7 +285,7 @@ class AlphaBeta(Mechanism):
 
     def __init__(self, *, k: float | None = None, gamma: float | None = None,
                  alpha: float | None = None, beta: float | None = None, v: int = 1,
-                 noise: str = "uniform") -> None:
+                 noise: str = "uniform", max_rows: int = 20_000_000) -> None:
         explicit = alpha is not None or beta is not None
         if explicit and (alpha is None or beta is None):
             raise ValueError("give both alpha and beta, or neither (then k and gamma)")
@@ -260,20 +302,34 @@ class AlphaBeta(Mechanism):
             require_open_unit("beta", beta)
             if alpha + beta > 1:
                 raise ValueError(f"alpha + beta is a probability; got {alpha + beta:g} > 1")
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"v (number of views) must be an integer >= 1, got {v!r}")
+            if alpha < self.min_alpha:
+                raise ValueError(f"alpha must be at least {self.min_alpha:g} for the counts to "
+                                 f"be estimated (Algorithm 3 divides by it), got {alpha!r}")
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= self.max_views:
+            raise ValueError(f"v (number of views) must be an integer in 1..{self.max_views:,}, "
+                             f"got {format_value(v)}")
+        if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+            raise ValueError(f"max_rows must be an integer >= 1 (the largest expected view "
+                             f"size), got {max_rows!r}")
         if noise not in ("uniform", "marginal"):
             raise ValueError(f"noise must be 'uniform' or 'marginal', got {noise!r}")
         if noise == "marginal" and v > 1:
             raise ValueError("non-uniform noise (Algorithm 5) is for a single view: use v = 1")
         self.k, self.gamma, self.alpha, self.beta, self.v = k, gamma, alpha, beta, v
         self.noise = noise
+        self.max_rows = max_rows
 
     def probabilities(self, n: int, m: int) -> tuple[float, float, float | None]:
         """alpha, beta and d for a table of n rows over a domain of m tuples, checked against
         Theorem 4.3 (InfeasibleError naming the condition that fails)."""
         if self.alpha is None:
-            return privacy_parameters(k=self.k, gamma=self.gamma, n=n, m=m)
+            alpha, beta, d = privacy_parameters(k=self.k, gamma=self.gamma, n=n, m=m)
+            if alpha < self.min_alpha:
+                raise InfeasibleError(
+                    f"(d, gamma)-privacy with d = k n/m = {d:.4g} and gamma = {self.gamma:g} "
+                    f"leaves alpha = 1/2 - d/gamma = {alpha:.3g}, too small to estimate counts "
+                    f"from (at least {self.min_alpha:g}); raise gamma or lower k")
+            return alpha, beta, d
         if self.k is None:
             return self.alpha, self.beta, None
         d = self.k * n / m
@@ -289,22 +345,111 @@ class AlphaBeta(Mechanism):
         return self.views(table).publish(random_state=random_state)
 
     def views(self, table: Table) -> ViewSequence:
-        """A sequence of views of ``table`` (Algorithm 4), the first of which is Algorithm 1."""
+        """A sequence of views of ``table`` (Algorithm 4), the first of which is Algorithm 1;
+        each view is refused when it is expected to exceed ``max_rows`` tuples."""
         return ViewSequence(self, table)
+
+    def public_probabilities(self, n: int, m: int) -> tuple[float, float, float | None]:
+        """alpha, beta and d as published for a table of n rows: with k and gamma, from n
+        rounded up by `public_row_count`, since beta = k n/(gamma m) would give n exactly."""
+        if self.k is None:
+            return self.probabilities(n, m)
+        rounded = public_row_count(n, k=self.k, gamma=self.gamma)
+        try:
+            return self.probabilities(rounded, m)
+        except InfeasibleError:
+            if self.alpha is not None:
+                raise
+        raise InfeasibleError(self._infeasible_message(n, rounded, m)) from None
+
+    def _infeasible_message(self, n: int, rounded: int, m: int) -> str:
+        """Why k and gamma fail for n rows once n is rounded, and the k or gamma that work."""
+
+        def feasible(k: float, gamma: float) -> bool:
+            beta = k * public_row_count(n, k=k, gamma=gamma) / (gamma * m)
+            return beta <= 0.5 and 0.5 - beta >= self.min_alpha
+
+        def boundary(low: float, high: float, ok: Callable[[float], bool]) -> float:
+            # ok is monotone on [low, high] (the rounded n grows with k, falls with gamma).
+            for _ in range(60):
+                middle = (low + high) / 2
+                low, high = (middle, high) if not ok(middle) else (low, middle)
+            return high
+
+        k, gamma = self.k, self.gamma
+        largest_k = boundary(0.0, k, lambda x: not feasible(x, gamma))
+        beta = k * rounded / (gamma * m)
+        text = (f"(d, gamma)-privacy with k = {k:g} and gamma = {gamma:g} needs beta = "
+                f"k n'/(gamma m) = {beta:.4g} > 1/2 (Theorem 4.3), where n' = {rounded:,} is the "
+                f"row count rounded up so that beta does not reveal it; lower k to at most "
+                f"{largest_k * 0.999:.4g}")
+        if feasible(k, 1 - 1e-9):
+            smallest = boundary(gamma, 1 - 1e-9, lambda x: feasible(k, x))
+            text += f" or raise gamma to at least {min(smallest * 1.001, 1 - 1e-9):.4g}"
+        return text
+
+    def expected_view_size(self, n: int, m: int, *, earlier: int = 0, view: int = 1) -> float:
+        """The expected number of tuples of view ``view`` of a table of n rows over m tuples,
+        with ``earlier`` tuples in V': alpha n + beta m for the first (Algorithm 1), and for
+        later ones ``(alpha + beta) n + B |V'| + C (m - n - |V'|)`` (Algorithm 4)."""
+        alpha, beta, _ = self.public_probabilities(n, m)
+        rates = view_rates(alpha, beta, self.v, view)
+        return (alpha + beta) * n + rates.earlier * earlier + rates.other * max(
+            m - n - earlier, 0)
+
+    def check_view_size(self, table: Table, *, earlier: int = 0, view: int = 1) -> float:
+        """Refuse (InfeasibleError) a view expected to hold more than ``max_rows`` tuples
+        before any of it is drawn, and warn (``ppdp.resources.MemoryNeedWarning``) when the
+        memory it needs is not available; return the expected number of tuples."""
+        domain = TupleDomain.of(table.schema)
+        n, m = table.n_rows, domain.size
+        size = self.expected_view_size(n, m, earlier=earlier, view=view)
+        columns = published_columns(table)
+        need = ALPHABETA_ROW.need(n, columns) + ALPHABETA_TUPLE.need(size, columns)
+        if size > self.max_rows:
+            alpha, beta, _ = self.public_probabilities(n, m)
+            # A limit with two significant digits at or above the expected size.
+            step = 10 ** max(0, math.floor(math.log10(size)) - 1)
+            enough = math.ceil(size / step) * step
+            how = "alpha n + beta m" if view == 1 else f"view {view}, |V'| = {earlier:,}"
+            smaller = "beta" if self.k is None or self.alpha is not None else \
+                "beta = k n/(gamma m) (raise gamma or lower k)"
+            raise InfeasibleError(
+                f"the alpha-beta view would hold about {format_count(size)} tuples ({how} with "
+                f"n = {n:,}, m = {format_count(m)}, alpha = {alpha:.4g}, beta = {beta:.4g}) "
+                f"and need about {format_bytes(need)} of memory, more than max_rows = "
+                f"{self.max_rows:,}; lower {smaller}, or raise the limit if the memory is "
+                f"there: max_rows={enough} (CLI: -p max_rows={enough})")
+        check_memory(table, self.name, need=need, stacklevel=4)
+        return size
+
+    @staticmethod
+    def table_size(table: Table | None, n: int | None, m: int | None
+                   ) -> tuple[int | None, int | None]:
+        """n and m of ``table`` when one is given, else the options n and m, checked."""
+        if table is not None:
+            return table.n_rows, TupleDomain.of(table.schema).size
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+            raise ValueError(f"n (number of rows) must be an integer >= 0, got {format_value(n)}")
+        if m is not None and (isinstance(m, bool) or not isinstance(m, int)
+                              or not 1 <= m <= MAX_DOMAIN):
+            raise ValueError(f"m (domain size) must be an integer in 1..2^62 - 1, got "
+                             f"{format_value(m)}")
+        return n, m
 
     def guarantee(self, table: Table | None = None, *, n: int | None = None,
                   m: int | None = None) -> AlphaBetaGuarantee:
         """Theorem 4.3 (and 4.4 for the Section 4.2 parameters) for a table of n rows over a
-        domain of m tuples."""
-        if table is not None:
-            n, m = table.n_rows, TupleDomain.of(table.schema).size
+        domain of m tuples, with alpha, beta and d as a view publishes them (from n rounded
+        up by `public_row_count` when they come from k and gamma)."""
+        n, m = self.table_size(table, n, m)
         if n is None or m is None:
             if self.alpha is None:
                 raise ValueError("the alpha and beta of k and gamma depend on n and m: give a "
                                  "table (SOURCE) or -p n=... -p m=...")
             alpha, beta, d = self.alpha, self.beta, None
         else:
-            alpha, beta, d = self.probabilities(n, m)
+            alpha, beta, d = self.public_probabilities(n, m)
         rho = (usefulness_rho(k=self.k, gamma=self.gamma)
                if self.k is not None and self.alpha is None else None)
         size = None if n is None or m is None else alpha * n + beta * m
@@ -331,9 +476,20 @@ class ViewSequence:
         self.mechanism = mechanism
         self.table = table
         self.domain = TupleDomain.of(table.schema)
-        self.alpha, self.beta, self.d = mechanism.probabilities(table.n_rows, self.domain.size)
+        require_declared_domains(table, self.domain.columns, "alphabeta", TUPLE_DOMAIN_RISK)
+        self.alpha, self.beta, self.d = mechanism.public_probabilities(table.n_rows,
+                                                                       self.domain.size)
         self.published = published
         self.earlier = np.empty(0, dtype=np.int64) if earlier is None else np.sort(earlier)
+        self._checked_view = 0
+        if published < mechanism.v:
+            self._check_next_view()
+
+    def _check_next_view(self) -> None:
+        """Refuse the next view before drawing it when it would exceed ``max_rows``."""
+        self.mechanism.check_view_size(self.table, earlier=len(self.earlier),
+                                       view=self.published + 1)
+        self._checked_view = self.published + 1
 
     def publish(self, *, random_state: RandomState = None) -> AlphaBetaRelease:
         """The next view; raises when the bound v on the number of views is reached."""
@@ -342,6 +498,8 @@ class ViewSequence:
             raise InfeasibleError(f"{self.published} views of this table were published, the "
                                   f"bound v = {v} it was set up with; more views would break "
                                   f"the guarantee (publish with a larger v from the start)")
+        if self._checked_view != self.published + 1:
+            self._check_next_view()
         rng = make_rng(random_state)
         view = self.published + 1
         rates = view_rates(self.alpha, self.beta, v, view)
@@ -378,7 +536,7 @@ class ViewSequence:
         schema = self.table.schema.select(self.domain.columns)
         parameters: dict[str, Any] = {
             "alpha": self.alpha, "beta": self.beta, "k": self.mechanism.k,
-            "gamma": self.mechanism.gamma, "d": self.d, "v": v, "view": view}
+            "gamma": self.mechanism.gamma, "v": v, "view": view}
         if source is not None:
             parameters["source"] = {c: [float(x) for x in p]
                                     for c, p in zip(self.domain.columns, source, strict=True)}
@@ -394,19 +552,12 @@ class ViewSequence:
         """Write the publisher's private state (views published, V', the table's fingerprint
         and the parameters) atomically, for the next ``load_state``."""
         target = Path(directory)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-        try:
-            pq.write_table(pa.table({"key": self.earlier}), temporary / "earlier.parquet")
+        with staged_directory(target) as staging:
+            pq.write_table(pa.table({"key": self.earlier}), staging / "earlier.parquet")
             state = {"format": STATE_FORMAT, "fingerprint": fingerprint(self.table),
                      "parameters": self.mechanism.parameter_values, "published": self.published}
-            (temporary / "state.json").write_text(json.dumps(state, indent=2) + "\n")
-            if target.exists():
-                shutil.rmtree(target)
-            temporary.rename(target)
-        except BaseException:
-            shutil.rmtree(temporary, ignore_errors=True)
-            raise
+            (staging / "state.json").write_text(json.dumps(state, indent=2) + "\n")
+            commit_directory(staging, target, overwrite=True, replaceable=_require_state)
         return target
 
     @classmethod
@@ -429,6 +580,35 @@ class ViewSequence:
 
 
 STATE_FORMAT = "ppdp-alphabeta-views-1"
+
+
+def _require_state(path: Path) -> None:
+    """Raise unless ``path`` holds the state of alpha-beta views (and so may be replaced)."""
+    try:
+        state = json.loads((path / "state.json").read_text())
+        ours = isinstance(state, dict) and state.get("format") == STATE_FORMAT and {
+            p.name for p in path.iterdir()} <= {"state.json", "earlier.parquet"}
+    except (OSError, ValueError, RecursionError):
+        ours = False
+    if not ours:
+        raise ReleaseError(f"{path} is not the state of alpha-beta views; it is left alone: "
+                           f"choose another state directory")
+
+
+def default_state_root() -> Path:
+    """Where the private state of alpha-beta views is kept unless told: ``$PPDP_STATE_DIR``,
+    else ``$XDG_STATE_HOME/ppdp``, else ``~/.local/state/ppdp``; one place per user, so that
+    the views of a table are counted wherever their releases are written."""
+    if os.environ.get("PPDP_STATE_DIR"):
+        return Path(os.environ["PPDP_STATE_DIR"])
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "ppdp"
+
+
+def state_directory(root: str | os.PathLike[str], table: Table) -> Path:
+    """The state of the views of ``table`` under ``root``: keyed by the table's tuples alone,
+    so that other parameters cannot start a fresh count (they are refused instead)."""
+    return Path(root) / f"alphabeta-{fingerprint(table)[:32]}"
 
 
 def fingerprint(table: Table) -> str:

@@ -62,6 +62,7 @@ class Ambiguity(Mechanism):
         self.beta = require_unit_interval("beta", beta)
 
     def publish(self, table: Table, *, random_state: RandomState = None) -> AmbiguityRelease:
+        self.check_memory(table)
         (sensitive,) = require_sensitive(table, "ambiguity", exactly_one=True)
         quasi = table.schema.quasi_identifiers
         if not quasi:

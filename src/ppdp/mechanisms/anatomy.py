@@ -48,6 +48,7 @@ class Anatomy(Mechanism):
         self.l = require_integer("l", l, 2)
 
     def publish(self, table: Table, *, random_state: RandomState = None) -> AnatomyRelease:
+        self.check_memory(table)
         (sensitive,) = require_sensitive(table, "Anatomy", exactly_one=True)
         rng = make_rng(random_state)
         column = table.schema[sensitive]

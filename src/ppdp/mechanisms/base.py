@@ -11,9 +11,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ppdp.errors import SchemaError
+from ppdp.errors import SchemaError, UndeclaredDomainError
 from ppdp.randomness import RandomState
 from ppdp.release import Release
+from ppdp.resources import check_memory
 from ppdp.table import Role, Schema, Table
 
 REQUIRED = object()
@@ -27,6 +28,10 @@ class Parameter:
     kind: type
     help: str
     default: Any = REQUIRED
+    resource: bool = False
+    """A limit on memory or size (such as ``max_rows``), not a privacy parameter: it never
+    changes what is published, so ``parameter_values`` (what releases record and later views
+    must repeat) leaves it out."""
 
     @property
     def required(self) -> bool:
@@ -78,10 +83,23 @@ class Mechanism(ABC):
 
     @property
     def parameter_values(self) -> dict[str, Any]:
-        return {p.name: getattr(self, p.name) for p in self.parameters}
+        """The privacy parameters' values: what determines the release and its guarantee
+        (resource options, ``Parameter.resource``, are left out)."""
+        return {p.name: getattr(self, p.name) for p in self.parameters if not p.resource}
+
+    @property
+    def resource_values(self) -> dict[str, Any]:
+        """The resource options' values: limits that never change what is published."""
+        return {p.name: getattr(self, p.name) for p in self.parameters if p.resource}
+
+    def check_memory(self, table: Table) -> int:
+        """Warn (``ppdp.resources.MemoryNeedWarning``) when publishing ``table`` is expected to
+        need more memory than is available; the estimated need in bytes."""
+        return check_memory(table, self.name, stacklevel=4)
 
     def __repr__(self) -> str:
-        values = ", ".join(f"{k}={v!r}" for k, v in self.parameter_values.items())
+        values = ", ".join(f"{k}={v!r}"
+                           for k, v in {**self.parameter_values, **self.resource_values}.items())
         return f"{type(self).__name__}({values})"
 
     @classmethod
@@ -157,8 +175,9 @@ def shuffled_positions(n_rows: int, rng: np.random.Generator) -> np.ndarray:
     return positions
 
 
-def require_sensitive(table: Table, mechanism: str, *,
-                      exactly_one: bool = False) -> tuple[str, ...]:
+def require_sensitive(table: Table, mechanism: str, *, exactly_one: bool = False,
+                      publishing: bool = True) -> tuple[str, ...]:
+    """The sensitive columns, checked; when ``publishing``, their domains must be declared."""
     sensitive = table.schema.sensitive
     if not sensitive:
         raise SchemaError(f"{mechanism} needs a sensitive column; mark one with "
@@ -166,4 +185,26 @@ def require_sensitive(table: Table, mechanism: str, *,
                           f"(CLI: --sensitive COL)")
     if exactly_one and len(sensitive) > 1:
         raise SchemaError(f"{mechanism} protects one sensitive column; got {list(sensitive)}")
+    if publishing:
+        require_declared_domains(
+            table, sensitive, mechanism,
+            "a release lists the sensitive domain, so each listed value would be known to occur "
+            "in the data (for a rare value, the small count the mechanism protects)")
     return sensitive
+
+
+def require_declared_domains(table: Table, columns: tuple[str, ...] | list[str],
+                             mechanism: str, why: str) -> None:
+    """Refuse columns whose domains were taken from the data instead of being declared.
+
+    ``why`` says what listing (or drawing from) such a domain would reveal for this mechanism.
+    """
+    undeclared = [c for c in columns if not table.schema[c].declared]
+    if undeclared:
+        raise UndeclaredDomainError(
+            f"{mechanism} needs declared public domains for {', '.join(map(repr, undeclared))}, "
+            f"but they were taken from the values present, and {why}; declare them "
+            f"(read_table(..., domains={{...}}) or a schema file; CLI: --domains FILE, --domain "
+            f"COL=MIN..MAX or COL=a,b,c, --hierarchies DIR), or, where the values present are "
+            f"public, accept that with table.declare_observed_domains() (CLI: "
+            f"--observed-domains)")

@@ -29,6 +29,7 @@ class DBR(Mechanism):
     parameters = ()
 
     def publish(self, table: Table, *, random_state: RandomState = None) -> DbrRelease:
+        self.check_memory(table)
         require_sensitive(table, "DBR")
         rng = make_rng(random_state)
 

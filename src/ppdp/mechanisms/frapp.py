@@ -38,10 +38,16 @@ from scipy.optimize import brentq
 
 from ppdp.domain import count_domain
 from ppdp.errors import InfeasibleError
-from ppdp.mechanisms.alphabeta import AlphaBeta, TupleDomain, bernoulli_variance
+from ppdp.mechanisms.alphabeta import (
+    TUPLE_DOMAIN_RISK,
+    AlphaBeta,
+    TupleDomain,
+    bernoulli_variance,
+)
 from ppdp.mechanisms.base import (
     Mechanism,
     Parameter,
+    require_declared_domains,
     require_open_unit,
     require_positive,
     shuffled_positions,
@@ -51,12 +57,19 @@ from ppdp.randomness import RandomState, make_rng
 from ppdp.release import RowsRelease
 from ppdp.table import Table
 
+MIN_RETENTION = 1e-9
+"""The smallest retention p for which counts are estimated (the estimator divides by p)."""
+
 
 def frapp_retention(*, k: float, gamma: float, n: int, m: int) -> float:
     """The largest retention p of FRAPP's gamma-diagonal matrix giving (k n/m, gamma)-privacy
     (derivation in the module docstring)."""
     require_positive("k", k)
     require_open_unit("gamma", gamma)
+    if m < 2:
+        raise InfeasibleError("the domain holds a single tuple (m = 1): every row is that tuple "
+                              "and no randomization can hide it; publish more columns or wider "
+                              "domains")
     d = k * n / m
     if not d < gamma:
         raise InfeasibleError(f"(d, gamma)-privacy needs d = k n/m = {d:.4g} below gamma = "
@@ -67,14 +80,24 @@ def frapp_retention(*, k: float, gamma: float, n: int, m: int) -> float:
         q = (1 - p) / m
         stay = math.exp((n - 1) * math.log1p(-q))
         outside = -math.expm1(n * math.log1p(-q))
-        inside = 1 - (1 - p - q) * stay
+        # 1 - (1 - p - q) stay, written without the cancellation that makes it 0 when q is
+        # below float64's resolution (domains beyond 10^16 tuples).
+        inside = -math.expm1((n - 1) * math.log1p(-q)) + (p + q) * stay
         return outside / inside - needed
 
     positive = brentq(ratio, 0.0, 1.0 - 1e-15, xtol=1e-15, rtol=1e-12) if ratio(
         1.0 - 1e-15) < 0 else 1.0
     # (1 - p - q)/(1 - q) >= r = d/gamma with q = (1 - p)/m is (1 - p)(1 - 1/m + r/m) >= r.
     negative = 1 - (d / gamma) / ((1 - 1 / m) + (d / gamma) / m)
-    return float(min(positive, negative))
+    retention = float(min(positive, negative))
+    # The estimator divides by p, which brentq finds to about 1e-15 absolutely: below
+    # MIN_RETENTION it would keep fewer than 6 correct digits.
+    if retention < MIN_RETENTION:
+        raise InfeasibleError(f"(d, gamma)-privacy with d = k n/m = {d:.4g} and gamma = "
+                              f"{gamma:g} leaves FRAPP a retention p = {retention:.3g}, too small "
+                              f"to estimate counts from (at least {MIN_RETENTION:g}); lower k, "
+                              f"raise gamma or publish over a larger domain")
+    return retention
 
 
 @dataclass(frozen=True)
@@ -119,8 +142,13 @@ class FRAPP(Mechanism):
         self.k, self.gamma = k, gamma
 
     def publish(self, table: Table, *, random_state: RandomState = None) -> FrappRelease:
-        """Keep each row with probability p, else draw a uniform tuple of D; shuffle."""
+        """Keep each row with probability p, else draw a uniform tuple of D; shuffle.
+
+        The view has exactly the table's n rows, so unlike alpha-beta's it cannot outgrow the
+        input: only the memory of the copies is stated."""
+        self.check_memory(table)
         domain = TupleDomain.of(table.schema)
+        require_declared_domains(table, domain.columns, "frapp", TUPLE_DOMAIN_RISK)
         n, m = table.n_rows, domain.size
         p = frapp_retention(k=self.k, gamma=self.gamma, n=n, m=m)
         rng = make_rng(random_state)
@@ -139,8 +167,7 @@ class FRAPP(Mechanism):
 
     def guarantee(self, table: Table | None = None, *, n: int | None = None,
                   m: int | None = None) -> FrappGuarantee:
-        if table is not None:
-            n, m = table.n_rows, TupleDomain.of(table.schema).size
+        n, m = AlphaBeta.table_size(table, n, m)
         if n is None or m is None:
             return FrappGuarantee(self.k, self.gamma, None, n, m, None, None)
         p = frapp_retention(k=self.k, gamma=self.gamma, n=n, m=m)

@@ -23,11 +23,15 @@ import pyarrow as pa
 
 from ppdp.errors import ReleaseError
 from ppdp.guarantees import laplace_guarantee
-from ppdp.mechanisms.base import Mechanism, Parameter
+from ppdp.mechanisms.base import Mechanism, Parameter, require_positive
 from ppdp.query import BoundQuery, Cube, count_histogram
 from ppdp.randomness import RandomState, make_rng
 from ppdp.release import Estimate, Release
 from ppdp.table import Schema, Table
+
+MAX_SCALE = 1e12
+"""The largest noise scale sensitivity/epsilon: the noise stays below 2^53 (exact in the float64
+answers) except with probability about e^-9000."""
 
 
 class LaplaceCounts(Mechanism):
@@ -42,13 +46,13 @@ class LaplaceCounts(Mechanism):
     )
 
     def __init__(self, *, epsilon: float, sensitivity: float = 1.0) -> None:
-        if not (isinstance(epsilon, int | float) and math.isfinite(epsilon) and epsilon > 0):
-            raise ValueError(f"epsilon must be a positive number, got {epsilon!r}")
-        if not (isinstance(sensitivity, int | float) and math.isfinite(sensitivity)
-                and sensitivity > 0):
-            raise ValueError(f"sensitivity must be a positive number, got {sensitivity!r}")
-        self.epsilon = float(epsilon)
-        self.sensitivity = float(sensitivity)
+        self.epsilon = require_positive("epsilon", epsilon)
+        self.sensitivity = require_positive("sensitivity", sensitivity)
+        if not self.sensitivity / self.epsilon <= MAX_SCALE:
+            raise ValueError(f"the noise scale sensitivity/epsilon must be at most {MAX_SCALE:g} "
+                             f"for noisy counts to stay exact integers; epsilon must be at least "
+                             f"{self.sensitivity / MAX_SCALE:.3g} for sensitivity "
+                             f"{self.sensitivity:g}, got {epsilon!r}")
 
     def publish(self, table: Table, *, random_state: RandomState = None) -> LaplaceSession:
         """A query session over the table (kept private); nothing is written anywhere."""
@@ -77,20 +81,25 @@ class LaplaceSession(Release):
         self.scale = float(parameters["sensitivity"]) / float(parameters["epsilon"])
         self.spent_epsilon = 0.0
         alpha = math.exp(-1.0 / self.scale)
-        self._stderr = math.sqrt(2 * alpha) / (1 - alpha)
-        # Smallest k with P(|noise| > k) = 2 alpha^(k+1) / (1 + alpha) <= 0.05.
-        self._half_width = max(0, math.ceil(math.log(0.025 * (1 + alpha)) / math.log(alpha)) - 1)
+        # 1 - alpha by expm1: for a large scale, 1 - alpha would keep few correct digits.
+        self._stderr = math.sqrt(2 * alpha) / -math.expm1(-1.0 / self.scale)
+        # Smallest k with P(|noise| > k) = 2 alpha^(k+1) / (1 + alpha) <= 0.05; alpha = 0 (a
+        # scale below 1/745, epsilon above 745) is noise that is 0 in every float64 draw.
+        self._half_width = 0 if alpha == 0 else max(
+            0, math.ceil(math.log(0.025 * (1 + alpha)) / -(1.0 / self.scale)) - 1)
 
     def noise(self, size: int) -> np.ndarray:
         """Discrete Laplace noise of scale ``sensitivity / epsilon``."""
         if self._rng is not None:
-            alpha = math.exp(-1.0 / self.scale)
-            return (self._rng.geometric(1 - alpha, size) - self._rng.geometric(1 - alpha, size))
+            success = -math.expm1(-1.0 / self.scale)
+            return (self._rng.geometric(success, size) - self._rng.geometric(success, size))
         import opendp.prelude as dp
 
         dp.enable_features("contrib")
-        sampler = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T=int)),
-                                    dp.l1_distance(T=int), scale=self.scale)
+        # 64-bit integers: OpenDP's default (T=int) is 32-bit and saturates at 2^31, which a
+        # scale above about 10^7 reaches.
+        sampler = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T="i64")),
+                                    dp.l1_distance(T="i64"), scale=self.scale)
         return np.asarray(sampler([0] * size), dtype=np.int64)
 
     def _estimate(self, queries: Sequence[BoundQuery]

@@ -553,6 +553,7 @@ class Mondrian(Mechanism):
         return pa.table(columns)
 
     def publish(self, table: Table, *, random_state: RandomState = None) -> MondrianRelease:
+        self.check_memory(table)
         result = self._anonymize(table)
         classes = result.partition.classes
         # The shuffle is the only random draw: the partition is deterministic.

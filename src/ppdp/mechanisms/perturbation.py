@@ -239,6 +239,7 @@ class UniformPerturbation(Mechanism):
 
     def publish(self, table: Table, *, random_state: RandomState = None) -> PerturbationRelease:
         """Perturb the (compound) sensitive value of every row over the whole domain."""
+        self.check_memory(table)
         compound = self._compound(table)
         rng = make_rng(random_state)
         domains = np.ones((1, compound.size), dtype=bool)
@@ -249,9 +250,9 @@ class UniformPerturbation(Mechanism):
         parameters = {"rho1": self.rho1, "rho2": self.rho2, "gamma": [self.gamma]}
         return PerturbationRelease(schema, parameters, table.n_rows, codes, subtable, domains)
 
-    def _compound(self, table: Table) -> CompoundAttribute:
+    def _compound(self, table: Table, *, publishing: bool = True) -> CompoundAttribute:
         """The table's sensitive attribute, checked to have a value that rho1 protects."""
-        sensitive = require_sensitive(table, "Uniform perturbation")
+        sensitive = require_sensitive(table, "Uniform perturbation", publishing=publishing)
         compound = CompoundAttribute.of(table.schema, sensitive)
         protected_values(np.bincount(compound.encode(table.codes), minlength=compound.size),
                          self.rho1)
@@ -262,7 +263,7 @@ class UniformPerturbation(Mechanism):
         """gamma, p, q (Eq. 4, 6) and the error bound eps (Eq. 11) for a domain of size m and
         n rows, taken from ``table`` when it is given."""
         if table is not None:
-            compound = self._compound(table)
+            compound = self._compound(table, publishing=False)
             m, n = compound.size, table.n_rows
         return PerturbationGuarantee.of(self.rho1, self.rho2, check_delta(delta),
                                         self.gamma, m, n)

@@ -281,7 +281,7 @@ class PerturbationPartitioning(Mechanism):
 
     def partition(self, table: Table) -> Partition:
         """The partition PP finds for this table's (compound) sensitive attribute."""
-        sensitive = require_sensitive(table, "Perturbation partitioning")
+        sensitive = require_sensitive(table, "Perturbation partitioning", publishing=False)
         compound = CompoundAttribute.of(table.schema, sensitive)
         frequencies = np.bincount(compound.encode(table.codes), minlength=compound.size)
         return perturbation_partition(frequencies, rho1=self.rho1, rho2=self.rho2,
@@ -289,6 +289,7 @@ class PerturbationPartitioning(Mechanism):
 
     def publish(self, table: Table, *, random_state: RandomState = None) -> SdrRelease:
         """Partition the table, then perturb each sub-table within its own domain."""
+        self.check_memory(table)
         sensitive = require_sensitive(table, "Perturbation partitioning")
         compound = CompoundAttribute.of(table.schema, sensitive)
         values = compound.encode(table.codes)

@@ -71,6 +71,7 @@ class SPLUGen(Mechanism):
 
     def publish(self, table: Table, *, random_state: RandomState = None) -> SpluRelease:
         """Randomize every sensitive column through its decoy groups, then shuffle the rows."""
+        self.check_memory(table)
         require_sensitive(table, "SPLU-Gen")
         rng = make_rng(random_state)
 

@@ -1,0 +1,95 @@
+"""The bound v on the views of a table holds (Algorithm 4): the views' private state is kept
+per table, not per output folder, and written before a view appears."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import ppdp
+from ppdp.cli import app
+from ppdp.mechanisms.alphabeta import ViewSequence
+
+runner = CliRunner()
+PARAMS = ["-m", "alphabeta", "-p", "k=1", "-p", "gamma=0.5", "-p", "v=3"]
+
+
+def run(*args: object):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def view_number(directory: Path) -> int:
+    return json.loads((directory / "release.json").read_text())["parameters"]["view"]
+
+
+def test_another_output_folder_does_not_reset_the_count(tmp_path: Path) -> None:
+    for index, folder in enumerate(("a/view1", "b/view2", "c/d/view3")):
+        result = run("publish", "adult", *PARAMS, "-o", tmp_path / folder, "--seed", index)
+        assert result.exit_code == 0, result.output
+        assert view_number(tmp_path / folder) == index + 1
+    result = run("publish", "adult", *PARAMS, "-o", tmp_path / "elsewhere" / "view4",
+                 "--seed", 9)
+    assert result.exit_code == 2 and "3 views of this table were published" in result.stderr
+    assert not (tmp_path / "elsewhere" / "view4").exists()
+
+
+def test_the_state_lives_in_one_place_per_user(tmp_path: Path) -> None:
+    result = run("publish", "adult", *PARAMS, "-o", tmp_path / "out" / "view1", "--seed", 1)
+    assert result.exit_code == 0, result.output
+    states = list(Path(os.environ["PPDP_STATE_DIR"]).glob("alphabeta-*/state.json"))
+    assert len(states) == 1
+    assert not list((tmp_path / "out").rglob("state.json"))
+
+
+def test_an_unwritable_state_dir_leaves_no_release(tmp_path: Path) -> None:
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file, not a folder")
+    for attempt in range(2):
+        result = run("publish", "adult", *PARAMS, "-o", tmp_path / f"view{attempt}",
+                     "--state-dir", blocked / "state", "--seed", attempt)
+        assert result.exit_code == 2, result.output
+        assert "state of alpha-beta views" in result.stderr
+        assert "Traceback" not in result.output
+        assert not (tmp_path / f"view{attempt}").exists()
+
+
+def test_a_failure_to_record_the_state_leaves_no_release(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing(self, directory):
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ViewSequence, "save_state", failing)
+        result = run("publish", "adult", *PARAMS, "-o", tmp_path / "view1", "--seed", 1)
+    assert result.exit_code == 2 and "No space left" in result.stderr
+    assert not (tmp_path / "view1").exists()
+    assert [p.name for p in tmp_path.iterdir()] == []
+    # Nothing was counted: the next publish is view 1.
+    result = run("publish", "adult", *PARAMS, "-o", tmp_path / "view1", "--seed", 1)
+    assert result.exit_code == 0, result.output
+    assert view_number(tmp_path / "view1") == 1
+
+
+def test_other_parameters_do_not_start_a_fresh_count(tmp_path: Path) -> None:
+    result = run("publish", "adult", *PARAMS, "-o", tmp_path / "view1", "--seed", 1)
+    assert result.exit_code == 0, result.output
+    other = ["-m", "alphabeta", "-p", "k=1", "-p", "gamma=0.6", "-p", "v=3"]
+    result = run("publish", "adult", *other, "-o", tmp_path / "view2", "--seed", 2)
+    assert result.exit_code == 2 and "same parameters" in result.stderr
+    assert not (tmp_path / "view2").exists()
+
+
+def test_state_is_not_replaced_over_a_foreign_folder(tmp_path: Path) -> None:
+    table = ppdp.datasets.adult()
+    sequence = ppdp.AlphaBeta(k=1, gamma=0.5, v=2).views(table)
+    sequence.publish(random_state=1)
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep")
+    with pytest.raises(ppdp.ReleaseError, match="not the state of alpha-beta views"):
+        sequence.save_state(foreign)
+    assert (foreign / "notes.txt").read_text() == "keep"
