@@ -11,10 +11,13 @@ from typer.testing import CliRunner
 
 from ppdp.cli import app
 from ppdp.mechanisms import Mechanism
+from ppdp.mechanisms.alphabeta import public_row_count
 
 runner = CliRunner()
 
 DISEASES = ["flu", "cold", "hiv", "cancer", "asthma", "gastritis"]
+# The synthetic table's values present are its public domains.
+OBSERVED = "--observed-domains"
 
 
 @pytest.fixture
@@ -59,7 +62,7 @@ def test_publish_and_count_round_trip(data_csv: Path, tmp_path: Path, mechanism:
                                       params: list[str]) -> None:
     out = tmp_path / "release"
     text = ok("publish", data_csv, "--mechanism", mechanism, "--sensitive", "disease", *params,
-              "--seed", "1", "-o", out)
+              OBSERVED, "--seed", "1", "-o", out)
     assert (out / "release.json").is_file()
     assert mechanism in text and "60 rows" in text and "disease" in text
     # Non-sensitive columns are published unchanged: their counts are exact.
@@ -74,8 +77,8 @@ def test_publish_and_count_round_trip(data_csv: Path, tmp_path: Path, mechanism:
     assert "estimate" in plain and "95% interval" in plain
     # The same seed gives the same release, hence the same estimate.
     again = tmp_path / "again"
-    ok("publish", data_csv, "-m", mechanism, "-s", "disease", *params, "--seed", "1", "-o",
-       again)
+    ok("publish", data_csv, "-m", mechanism, "-s", "disease", *params, OBSERVED, "--seed", "1",
+       "-o", again)
     assert json.loads(ok("count", again, "sex = 'F' AND disease = 'flu'", "--json")) == answer
 
 
@@ -179,14 +182,19 @@ def test_guarantee_alphabeta_and_frapp() -> None:
     n, m = 30162, 648023040
     data = json.loads(ok("guarantee", "alphabeta", "-p", "k=10", "-p", "gamma=0.2", "-p",
                          f"n={n}", "-p", f"m={m}", "--json"))
-    # Section 4.2: d = k n/m, beta = d/gamma, alpha + beta = 1/2.
-    assert data["d"] == pytest.approx(10 * n / m)
-    assert data["beta"] == pytest.approx(10 * n / m / 0.2)
+    # Section 4.2: d = k n'/m, beta = d/gamma, alpha + beta = 1/2, with n' the row count
+    # rounded up as the views publish it (beta would otherwise reveal n).
+    public_n = public_row_count(n, k=10, gamma=0.2)
+    assert data["d"] == pytest.approx(10 * public_n / m)
+    assert data["beta"] == pytest.approx(10 * public_n / m / 0.2)
     assert data["alpha"] + data["beta"] == pytest.approx(0.5)
     assert data["expected_view_size"] == pytest.approx(data["alpha"] * n + data["beta"] * m)
     on_table = json.loads(ok("guarantee", "alphabeta", "adult", "-p", "k=10", "-p",
                              "gamma=0.2", "--json"))
-    assert on_table["n"] == n and on_table["m"] == m
+    # The bundled adult declares the UCI codebook's domains: 74 ages and 8 workclasses instead
+    # of the 72 and 7 values present, so m = 648,023,040 * 74/72 * 8/7.
+    assert on_table["n"] == n and on_table["m"] == m * 74 // 72 * 8 // 7 == 761_169_920
+    assert on_table["d"] == pytest.approx(10 * public_n / on_table["m"])
     fails("guarantee", "alphabeta", "-p", "alpha=0.4", "-p", "beta=0.00001", "-p", "k=10",
           "-p", "gamma=0.2", "-p", f"n={n}", "-p", f"m={m}", match="raise beta")
     fails("guarantee", "alphabeta", "-p", "k=10", match="gamma")
@@ -224,9 +232,10 @@ def test_errors_exit_2_with_a_message(data_csv: Path, tmp_path: Path) -> None:
 
 def test_existing_output_needs_overwrite(data_csv: Path, tmp_path: Path) -> None:
     out = tmp_path / "release"
-    ok("publish", data_csv, "-m", "dbr", "-s", "disease", "--seed", "2", "-o", out)
-    fails("publish", data_csv, "-m", "dbr", "-s", "disease", "-o", out, match="--overwrite")
-    ok("publish", data_csv, "-m", "splu", "-s", "disease", "-p", "gamma=2", "-o", out,
+    ok("publish", data_csv, "-m", "dbr", "-s", "disease", OBSERVED, "--seed", "2", "-o", out)
+    fails("publish", data_csv, "-m", "dbr", "-s", "disease", OBSERVED, "-o", out,
+          match="--overwrite")
+    ok("publish", data_csv, "-m", "splu", "-s", "disease", "-p", "gamma=2", OBSERVED, "-o", out,
        "--overwrite")
     assert json.loads((out / "release.json").read_text())["mechanism"] == "splu"
 
@@ -235,9 +244,9 @@ def test_drop_missing_and_qi(tmp_path: Path) -> None:
     path = tmp_path / "gaps.csv"
     path.write_text("a;b;s\n1;x;u\n2;?;v\n3;y;w\n4;x;u\n5;y;v\n6;x;w\n")
     out = tmp_path / "release"
-    fails("publish", path, "-m", "dbr", "-s", "s", "-o", out, match="--drop-missing")
+    fails("publish", path, "-m", "dbr", "-s", "s", OBSERVED, "-o", out, match="--drop-missing")
     text = ok("publish", path, "-m", "dbr", "-s", "s", "--qi", "b", "--drop-missing", "--sep",
-              ";", "-o", out)
+              ";", OBSERVED, "-o", out)
     assert "dropped 1 rows" in text and "left out" in text
     assert json.loads(ok("count", out, "b = 'x'", "--json"))["estimate"] == 3
     fails("count", out, "a = 1", match="unknown column 'a'")
@@ -269,7 +278,7 @@ def test_demo_command(tmp_path: Path) -> None:
 def test_ambiguity_publish_risk_and_per_tuple(data_csv: Path, tmp_path: Path) -> None:
     release = tmp_path / "amb"
     ok("publish", data_csv, "-m", "ambiguity", "-s", "disease", "-p", "alpha=0.5",
-       "-p", "beta=0.5", "-o", release, "--seed", "1")
+       "-p", "beta=0.5", OBSERVED, "-o", release, "--seed", "1")
     data = json.loads(ok("risk", release, "--json"))
     assert data["mechanism"] == "ambiguity"
     assert data["presence_max"] <= 0.5 and data["association_max"] <= 0.5
@@ -292,15 +301,28 @@ def test_mondrian_with_hierarchies_and_risk(shared_datasets: Path, tmp_path: Pat
     assert data["mechanism"] == "mondrian" and data["k"] >= 10 and data["l"] >= 3
 
 
-def test_hierarchies_only_for_mondrian(data_csv: Path, tmp_path: Path) -> None:
-    result = invoke("publish", data_csv, "-m", "anatomy", "-s", "disease", "-p", "l=2",
-                    "--hierarchies", tmp_path, "-o", tmp_path / "x")
-    assert result.exit_code == 2 and "mondrian" in result.output
+def test_hierarchies_declare_domains_for_every_mechanism(data_csv: Path, tmp_path: Path) -> None:
+    """--hierarchies declares the leaves as the domains (it used to be for mondrian only)."""
+    folder = tmp_path / "hierarchies"
+    folder.mkdir()
+    fails("publish", data_csv, "-m", "anatomy", "-s", "disease", "-p", "l=2",
+          "--hierarchies", folder, "-o", tmp_path / "x", match="no hierarchy files")
     assert not (tmp_path / "x").exists()
+    # The leaves include a disease absent from the rows: the release lists it all the same.
+    leaves = [*DISEASES, "malaria"]
+    (folder / "hierarchy_disease.csv").write_text(
+        "".join(f"{leaf};{'respiratory' if leaf in ('flu', 'cold', 'asthma') else 'other'};*\n"
+                for leaf in leaves))
+    ok("publish", data_csv, "-m", "anatomy", "-s", "disease", "-p", "l=2",
+       "--hierarchies", folder, "-o", tmp_path / "x", "--seed", "1")
+    schema = json.loads((tmp_path / "x" / "release.json").read_text())["schema"]
+    domains = {column["name"]: column["domain"] for column in schema}
+    assert sorted(domains["disease"]) == sorted(leaves)
 
 
 def test_risk_source_needs_an_ambiguity_release(data_csv: Path, tmp_path: Path) -> None:
     release = tmp_path / "anatomy"
-    ok("publish", data_csv, "-m", "anatomy", "-s", "disease", "-p", "l=2", "-o", release)
+    ok("publish", data_csv, "-m", "anatomy", "-s", "disease", "-p", "l=2", OBSERVED, "-o",
+       release)
     result = invoke("risk", release)
     assert result.exit_code == 2 and "ambiguity and mondrian" in result.output

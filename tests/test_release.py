@@ -193,8 +193,8 @@ def small_table() -> Table:
         "note": ["x"] * 12,
         "disease": ["flu", "cold", "hiv", "ulcer", "flu", "cold", "hiv", "ulcer", "flu",
                     "cold", "hiv", "ulcer"],
-    }), roles={"disease": Role.SENSITIVE}).with_roles(sensitive="disease",
-                                                      quasi_identifiers=["age", "zip"])
+    }), roles={"disease": Role.SENSITIVE}).with_roles(
+        sensitive="disease", quasi_identifiers=["age", "zip"]).declare_observed_domains(warn=False)
 
 
 MECHANISMS: dict[str, Callable[[], ppdp.Mechanism]] = {
@@ -292,7 +292,7 @@ def sorted_input_table() -> Table:
     return table_from_arrow(pa.table({
         "rank": list(range(30)),
         "disease": [f"d{k}" for k in range(10) for _ in range(3)],
-    }), roles={"disease": Role.SENSITIVE})
+    }), roles={"disease": Role.SENSITIVE}).declare_observed_domains(warn=False)
 
 
 @pytest.mark.parametrize("name", sorted(MECHANISMS))

@@ -23,15 +23,21 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ppdp.errors import PpdpError
-from ppdp.mechanisms.alphabeta import AlphaBeta, ViewSequence, fingerprint
+from ppdp.mechanisms.alphabeta import (
+    AlphaBeta,
+    ViewSequence,
+    default_state_root,
+    state_directory,
+)
 from ppdp.mechanisms.base import REQUIRED, Mechanism, get_mechanism
 from ppdp.release import Estimate, GroupedEstimate, Release, require_replaceable_release
+from ppdp.storage import locked
 from ppdp.table import Table
 
 __all__ = ["app", "main"]
 
 EXIT_ERROR = 2
-_HANDLED = (PpdpError, ValueError, FileNotFoundError, FileExistsError)
+_HANDLED = (PpdpError, ValueError, OSError)
 
 app = typer.Typer(
     name="ppdp",
@@ -70,6 +76,9 @@ def _handle_errors(function: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return function(*args, **kwargs)
+        except MemoryError:
+            _fail("not enough memory for this work; use a smaller table or a machine with "
+                  "more memory")
         except _HANDLED as exc:
             _fail(str(exc) or type(exc).__name__)
 
@@ -88,19 +97,41 @@ def _parse_params(items: Sequence[str] | None) -> dict[str, str]:
 
 
 def _load_source(source: str, *, sensitive: str | None = None, qi: str | None = None,
-                 drop_missing: bool = False, sep: str | None = None) -> Table:
-    """A CSV/Parquet file, or a bundled dataset by name when no such file exists."""
+                 drop_missing: bool = False, sep: str | None = None,
+                 domains: Mapping[str, Any] | None = None,
+                 observed_domains: bool = False, non_numeric: str = "error") -> Table:
+    """A CSV/Parquet file, or a bundled dataset by name when no such file exists, with
+    ``domains`` declared (and, with ``observed_domains``, the other values present)."""
     from ppdp import datasets
     from ppdp.io import read_table
 
     path = Path(source)
     if path.exists():
-        return read_table(path, sensitive=sensitive, quasi_identifiers=qi, sep=sep,
-                          missing="drop" if drop_missing else "error")
-    if source.strip().lower() in datasets.NAMES:
-        return datasets.load(source, sensitive=sensitive, quasi_identifiers=qi)
-    raise FileNotFoundError(f"{source!r} is neither a file nor a bundled dataset; bundled "
-                            f"datasets: {', '.join(datasets.NAMES)}")
+        table = read_table(path, sensitive=sensitive, quasi_identifiers=qi, sep=sep,
+                           missing="drop" if drop_missing else "error", domains=domains,
+                           non_numeric=non_numeric)
+    elif source.strip().lower() in datasets.NAMES:
+        table = datasets.load(source, sensitive=sensitive, quasi_identifiers=qi)
+        if domains:
+            table = table.with_domains(domains)
+    else:
+        raise FileNotFoundError(f"{source!r} is neither a file nor a bundled dataset; bundled "
+                                f"datasets: {', '.join(datasets.NAMES)}")
+    return table.declare_observed_domains() if observed_domains else table
+
+
+def _declared_domains(domains_file: Path | None, domain: Sequence[str] | None,
+                      hierarchies: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The domains declared by --domains, --domain and --hierarchies (later ones win)."""
+    from ppdp.declared_domains import hierarchy_domains, parse_domain_options, read_domains_file
+
+    declared: dict[str, Any] = {}
+    if domains_file is not None:
+        declared.update(read_domains_file(domains_file))
+    if hierarchies:
+        declared.update(hierarchy_domains(hierarchies))
+    declared.update(parse_domain_options(domain or ()))
+    return declared
 
 
 def _plain(value: Any) -> Any:
@@ -139,6 +170,11 @@ def _parameters_text(values: Mapping[str, Any]) -> str:
 
 # -- publish -----------------------------------------------------------------------------------
 
+NonNumeric = Annotated[str, typer.Option(
+    "--non-numeric", help="a CSV column of numbers with a few other cells: 'error' (default), "
+                          "'missing' (those cells become missing values) or 'text' (read the "
+                          "column as text)")]
+
 _SEED_HELP = ("random seed, for reproducible experiments and tests only: a release meant for the "
               "public must be made without one (the default draws from OS entropy)")
 
@@ -165,15 +201,28 @@ def publish(
         "--drop-missing", help="drop rows with missing values instead of failing")] = False,
     sep: Annotated[str | None, typer.Option(
         "--sep", help="CSV field separator (default: detected)")] = None,
+    non_numeric: NonNumeric = "error",
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace an existing release directory (only a directory that "
                             "holds a ppdp release and nothing else)")] = False,
     state_dir: Annotated[Path | None, typer.Option(
         "--state-dir", help="alphabeta: where the private state of the views of a table is "
-                            "kept (default: .ppdp-state beside the release)")] = None,
+                            "kept (default: $PPDP_STATE_DIR, else ~/.local/state/ppdp); the "
+                            "views of a table are counted there, whatever the output")] = None,
     hierarchies: Annotated[Path | None, typer.Option(
-        "--hierarchies", help="mondrian: folder of ARX hierarchy files "
-                              "(*hierarchy_<column>.csv, lines leaf;level1;...;*)")] = None,
+        "--hierarchies", help="folder of ARX hierarchy files (*hierarchy_<column>.csv, lines "
+                              "leaf;level1;...;*): their leaves are the declared domains; "
+                              "mondrian also generalizes by them")] = None,
+    domains_file: Annotated[Path | None, typer.Option(
+        "--domains", help="JSON file declaring public domains: {\"domains\": {\"age\": "
+                          "{\"min\": 0, \"max\": 120}, \"sex\": [\"F\", \"M\"]}}")] = None,
+    domain: Annotated[list[str] | None, typer.Option(
+        "--domain", help="declare one column's public domain: COL=MIN..MAX (integers) or "
+                         "COL=a,b,c (repeatable)")] = None,
+    observed_domains: Annotated[bool, typer.Option(
+        "--observed-domains", help="take the values present as the public domains of the "
+                                   "columns not declared otherwise: the release then reveals "
+                                   "which values occur in the data")] = False,
 ) -> None:
     """Publish a table with a mechanism and save the release to a directory.
 
@@ -189,16 +238,32 @@ def publish(
       ppdp publish adult -m alphabeta -p k=10 -p gamma=0.2 -o view1
       ppdp publish adult -m ambiguity -s occupation -p alpha=0.1 -p beta=0.2 -o amb
       ppdp publish adult -m mondrian -s occupation -p k=10 -p l=5 --hierarchies H -o gen
+      ppdp publish visits.csv -m splu -s disease --domains visits-domains.json -o rel
+      ppdp publish visits.csv -m dbr -s disease --domain disease=flu,cold,hiv -o rel
 
-    alphabeta keeps, next to the release (in --state-dir), the private state
-    that later views of the same table need: publishing the same table again
-    with alphabeta continues with Algorithm 4 (view 2, 3, ... up to v), with
-    the same parameters. Keep that state private and do not delete it.
+    A release lists the domain of each column it publishes, so the domains
+    must be public: declared with --domains, --domain or --hierarchies (the
+    bundled adult declares its codebook's). Where the values present are
+    public anyway, --observed-domains takes them (the release then reveals
+    which values occur).
+
+    alphabeta keeps the private state that later views of the same table
+    need in one place per user (--state-dir, default ~/.local/state/ppdp),
+    keyed by the table, whatever the output folder; it is written before the
+    release appears. Publishing the same table again continues with
+    Algorithm 4 (view 2, 3, ... up to v) and must use the same parameters.
+    Keep that state private and do not delete it.
     """
+    from ppdp.hierarchy import read_hierarchies
+
     mechanism_class = get_mechanism(mechanism)
     instance = mechanism_class.from_params(_parse_params(param))
-    if hierarchies is not None:
-        instance = _with_hierarchies(instance, hierarchies)
+    hierarchy_files = read_hierarchies(hierarchies) if hierarchies is not None else None
+    if hierarchy_files is not None and "hierarchies" in inspect.signature(
+            type(instance)).parameters:
+        instance = type(instance)(**instance.parameter_values,  # type: ignore[call-arg]
+                                  hierarchies=hierarchy_files)
+    declared = _declared_domains(domains_file, domain, hierarchy_files)
     if os.path.lexists(output):
         if not overwrite:
             raise FileExistsError(f"{output} already exists; choose another directory or pass "
@@ -207,42 +272,54 @@ def publish(
     # A transient status line on stderr: reading, publishing and writing 10^7 rows take seconds.
     with Console(stderr=True).status(f"reading {source}") as status:
         table = _load_source(source, sensitive=sensitive, qi=qi, drop_missing=drop_missing,
-                             sep=sep)
+                             sep=sep, domains=declared, observed_domains=observed_domains,
+                             non_numeric=non_numeric)
         status.update(f"publishing {table.n_rows:,} rows with {mechanism_class.name}")
         views = None
         if isinstance(instance, AlphaBeta):
-            views, state = _view_sequence(instance, table, output, state_dir)
-            release = views.publish(random_state=seed)
+            views, state, target, release = _publish_view(
+                instance, table, output, state_dir, overwrite=overwrite, seed=seed)
         else:
             release = instance.publish(table, random_state=seed)
-        status.update(f"writing {output}")
-        target = release.save(output, overwrite=overwrite)
-        if views is not None:
-            views.save_state(state)
+            status.update(f"writing {output}")
+            target = release.save(output, overwrite=overwrite)
     _print_publish_summary(release, instance, table, target, seeded=seed is not None)
     if views is not None:
         _out().print(f"view {views.published} of at most v = {instance.v} of this table "
                      f"(Algorithm 4 after the first); private state kept in {state}")
 
 
-def _with_hierarchies(instance: Mechanism, folder: Path) -> Mechanism:
-    """The same mechanism, generalizing by the hierarchies of ``folder`` (mondrian only)."""
-    from ppdp.hierarchy import read_hierarchies
+def _publish_view(mechanism: AlphaBeta, table: Table, output: Path, state_dir: Path | None,
+                  *, overwrite: bool, seed: int | None
+                  ) -> tuple[ViewSequence, Path, Path, Release]:
+    """The next view of this table, saved, with its views' state recorded before it appears.
 
-    if "hierarchies" not in inspect.signature(type(instance)).parameters:
-        raise ValueError(f"--hierarchies applies to mondrian, not {instance.name}")
-    return type(instance)(**instance.parameter_values,  # type: ignore[call-arg]
-                          hierarchies=read_hierarchies(folder))
-
-
-def _view_sequence(mechanism: AlphaBeta, table: Table, output: Path,
-                   state_dir: Path | None) -> tuple[ViewSequence, Path]:
-    """The views of this table so far (from its private state), and where that state lives."""
-    root = state_dir if state_dir is not None else output.resolve().parent / ".ppdp-state"
-    state = root / f"alphabeta-{fingerprint(table)[:20]}"
-    if (state / "state.json").is_file():
-        return ViewSequence.load_state(state, mechanism, table), state
-    return mechanism.views(table), state
+    The state lives in one place per user (or --state-dir), keyed by the table, whatever the
+    output folder; it is locked for the whole publish so that concurrent views are counted.
+    """
+    root = state_dir if state_dir is not None else default_state_root()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        writable = os.access(root, os.W_OK | os.X_OK)
+    except OSError as exc:
+        raise ValueError(f"cannot use {root} for the private state of alpha-beta views: "
+                         f"{exc.strerror or exc}; pass --state-dir DIR") from None
+    if not writable:
+        raise ValueError(f"cannot write the private state of alpha-beta views to {root}; pass "
+                         f"--state-dir DIR (a folder you can write and keep private)")
+    state = state_directory(root, table)
+    # A lock file of its own: the state's commit locks the root directory itself.
+    lock = root / "alphabeta.lock"
+    lock.touch(exist_ok=True)
+    with locked(lock):
+        if (state / "state.json").is_file():
+            views = ViewSequence.load_state(state, mechanism, table)
+        else:
+            views = mechanism.views(table)
+        release = views.publish(random_state=seed)
+        target = release.save(output, overwrite=overwrite,
+                              before_commit=lambda: views.save_state(state))
+    return views, state, target, release
 
 
 def _print_publish_summary(release: Release, mechanism: Mechanism, table: Table, target: Path,
@@ -290,6 +367,7 @@ def count(
         "--drop-missing", help="drop rows with missing values instead of failing")] = False,
     sep: Annotated[str | None, typer.Option(
         "--sep", help="CSV field separator (default: detected)")] = None,
+    non_numeric: NonNumeric = "error",
 ) -> None:
     """Answer a count query: estimated from a release, or exact (or noisy) on data.
 
@@ -324,7 +402,8 @@ def count(
                                  f"laplace; to estimate with {mechanism!r}, publish a release "
                                  f"first (ppdp publish ... -o DIR) and count on DIR")
             instance = mechanism_class.from_params(_parse_params(param))
-        table = _load_source(source, sensitive=sensitive, drop_missing=drop_missing, sep=sep)
+        table = _load_source(source, sensitive=sensitive, drop_missing=drop_missing, sep=sep,
+                             non_numeric=non_numeric)
         if mechanism is None:
             answer = table.count(query)
         else:
@@ -497,6 +576,7 @@ def risk(
     ] = False,
     sep: Annotated[str | None, typer.Option(
         "--sep", help="CSV field separator of SOURCE (default: detected)")] = None,
+    non_numeric: NonNumeric = "error",
     json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Measure what a release discloses.
@@ -523,7 +603,8 @@ def risk(
         if data["mechanism"] != "ambiguity" or source is None:
             raise ValueError("SOURCE (and --per-tuple) apply to ambiguity releases, and "
                              "--per-tuple needs SOURCE")
-        table = _load_source(source, drop_missing=drop_missing, sep=sep)
+        table = _load_source(source, drop_missing=drop_missing, sep=sep,
+                             non_numeric=non_numeric)
         rows = tuple_risk(release, table)  # type: ignore[arg-type]
         presence = rows.column("presence").to_numpy()
         presence_any = rows.column("presence_any").to_numpy()
