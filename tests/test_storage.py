@@ -273,3 +273,23 @@ def test_older_format_without_digests_is_refused(two_releases: tuple[Path, Path]
     path.write_text(json.dumps(metadata))
     with pytest.raises(ReleaseError, match="format 1, without the digests"):
         load_release(two_releases[0])
+
+
+def test_without_file_locks_saves_go_on_and_nothing_is_cleaned(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file system without flock: a save still lands, and a staging directory is never
+    taken for an abandoned one."""
+    import errno
+
+    import ppdp.storage as storage
+
+    stale = tmp_path / f".old.{'0' * 16}{PARTIAL_SUFFIX}"
+    stale.mkdir()
+
+    def no_locks(descriptor: int, operation: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(storage.fcntl, "flock", no_locks)
+    publish("dbr").save(tmp_path / "release")
+    assert stale.is_dir()
+    assert type(load_release(tmp_path / "release")).mechanism == "dbr"

@@ -46,9 +46,13 @@ _AT_FDCWD = -100
 
 @contextlib.contextmanager
 def locked(path: Path, *, blocking: bool = True) -> Iterator[bool]:
-    """An exclusive ``flock`` on a file or directory; yields whether it was obtained."""
+    """An exclusive ``flock`` on a file or directory; yields whether it was obtained.
+
+    Where the file system has no locks, a blocking caller goes on unlocked (the renames stay
+    atomic) and a non-blocking one is told the lock is taken, so nothing is cleaned away.
+    """
     if fcntl is None:
-        yield True
+        yield blocking
         return
     descriptor = os.open(path, os.O_RDONLY)
     try:
@@ -56,6 +60,11 @@ def locked(path: Path, *, blocking: bool = True) -> Iterator[bool]:
             fcntl.flock(descriptor, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
         except BlockingIOError:
             yield False
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+            yield blocking
             return
         yield True
     finally:
