@@ -543,7 +543,8 @@ def test_parquet_column_types(tmp_path: Path) -> None:
     assert table.schema["small"].kind == "int"
     assert table.schema["half"].domain == (0.5, 1.5)
     assert table.schema["label"].domain == ("no", "yes")
-    assert table.schema["flag"].domain == ("false", "true")
+    assert table.schema["flag"].domain == (False, True)
+    assert table.schema["flag"].kind == "bool"
 
 
 @pytest.mark.parametrize(("column", "message"), [

@@ -110,6 +110,7 @@ column_cells: dict[str, st.SearchStrategy[str]] = {
     "int": st.integers(-999, 999).map(str),
     "number": number_cell,
     "text": text_cell,
+    "bool": st.sampled_from(["true", "false", "TRUE", "False"]),
     "any": st.one_of(number_cell, text_cell, missing_cell),
 }
 
@@ -165,6 +166,8 @@ def csv_module_records(text: str, sep: str, skip_rows: int) -> list[list[str]] |
 def typed(values: list[str | None], non_numeric: str) -> tuple[str, list[Any]] | None:
     """A column's kind and values under the documented rule; None when it must be refused."""
     present = [v for v in values if v is not None]
+    if present and all(v.lower() in ("true", "false") for v in present):
+        return "bool", [None if v is None else v.lower() == "true" for v in values]
     numbers = [v for v in present if NUMBER.fullmatch(v)]
     if present and len(numbers) < len(present):
         if len(numbers) * 100 < NUMERIC_PERCENT * len(present) or non_numeric == "text":

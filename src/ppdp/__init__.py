@@ -32,7 +32,7 @@ from ppdp.mechanisms import (
 )
 from ppdp.query import Query, parse_query
 from ppdp.release import Estimate, GroupedEstimate, Release, load_release
-from ppdp.table import Column, Role, Schema, Table
+from ppdp.table import Column, Ordered, Role, Schema, Table
 
 __version__ = "0.1.0"
 
@@ -50,6 +50,7 @@ __all__ = [
     "Mechanism",
     "MissingValuesError",
     "Mondrian",
+    "Ordered",
     "PerturbationPartitioning",
     "PpdpError",
     "Query",

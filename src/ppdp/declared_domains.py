@@ -5,11 +5,17 @@ those domains; a domain taken from the values present in the data would reveal w
 occur (a rare value's presence, an absent value's absence). Domains are declared by
 
 - a mapping ``{column: values}`` (``read_table(..., domains=...)``), where values are a list,
-  a ``range``, or integer bounds ``{"min": 17, "max": 90}``;
+  a ``range``, integer bounds ``{"min": 17, "max": 90}``, or ordered text
+  ``{"ordered": ["preschool", "hs_grad", "bachelors"]}`` (`ppdp.table.Ordered`: comparisons
+  follow the order given, not the alphabet);
 - a JSON schema file ``{"domains": {column: values, ...}}`` (CLI: ``--domains FILE``);
 - ``COLUMN=SPEC`` strings on the command line (``--domain age=17..90``,
   ``--domain sex=Female,Male``);
-- ARX generalization hierarchies: their leaves (CLI: ``--hierarchies DIR``).
+- ARX generalization hierarchies: their leaves (CLI: ``--hierarchies DIR``);
+- the dtype itself: an ordered categorical's categories (pandas ``ordered=True``, polars
+  ``pl.Enum``, Arrow ``ordered=True``) and a boolean column's ``[False, True]``.
+
+In files and on the command line, ``true`` and ``false`` (any case) are booleans.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ppdp.errors import SchemaError
+from ppdp.table import Ordered
 
 __all__ = ["hierarchy_domains", "parse_domain", "parse_domain_options", "read_domains_file",
            "resolve_domains"]
@@ -58,7 +65,9 @@ def parse_domain(spec: str, column: str) -> range | list[Any]:
     return [_typed(v) for v in values]
 
 
-def _typed(value: str) -> int | float | str:
+def _typed(value: str) -> int | float | str | bool:
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
     for kind in (int, float):
         try:
             return kind(value)
@@ -67,7 +76,7 @@ def _typed(value: str) -> int | float | str:
     return value
 
 
-def read_domains_file(path: str | os.PathLike[str]) -> dict[str, range | list[Any]]:
+def read_domains_file(path: str | os.PathLike[str]) -> dict[str, range | list[Any] | Ordered]:
     """The domains of a JSON schema file ``{"domains": {column: values or bounds}}``."""
     path = Path(path)
     try:
@@ -86,7 +95,7 @@ def read_domains_file(path: str | os.PathLike[str]) -> dict[str, range | list[An
 
 
 def resolve_domains(domains: Mapping[str, Any] | str | os.PathLike[str] | None
-                    ) -> dict[str, range | list[Any]]:
+                    ) -> dict[str, range | list[Any] | Ordered]:
     """Declared domains from a mapping, or from a schema file given by its path."""
     if domains is None:
         return {}
@@ -95,14 +104,22 @@ def resolve_domains(domains: Mapping[str, Any] | str | os.PathLike[str] | None
     if not isinstance(domains, Mapping):
         raise TypeError(f"domains must be a mapping or a schema file path, not "
                         f"{type(domains).__name__}")
-    result: dict[str, range | list[Any]] = {}
+    result: dict[str, range | list[Any] | Ordered] = {}
     for column, values in domains.items():
-        if isinstance(values, Mapping):
+        if isinstance(values, Mapping) and set(values) == {"ordered"}:
+            order = values["ordered"]
+            if not (isinstance(order, Sequence) and not isinstance(order, str | bytes)
+                    and order):
+                raise SchemaError(f"the ordered domain of column {column!r} must be a "
+                                  f"non-empty list of values, not {order!r}")
+            result[str(column)] = Ordered(order)
+        elif isinstance(values, Mapping):
             if set(values) != {"min", "max"}:
-                raise SchemaError(f"the domain of column {column!r} is a list of values or "
-                                  f"{{\"min\": ..., \"max\": ...}}, not {dict(values)!r}")
+                raise SchemaError(f"the domain of column {column!r} is a list of values, "
+                                  f"{{\"min\": ..., \"max\": ...}} or {{\"ordered\": [...]}}, "
+                                  f"not {dict(values)!r}")
             result[str(column)] = bounds(values["min"], values["max"], str(column))
-        elif isinstance(values, range):
+        elif isinstance(values, Ordered | range):
             result[str(column)] = values
         elif isinstance(values, Sequence) and not isinstance(values, str | bytes) and values:
             result[str(column)] = list(values)

@@ -56,7 +56,8 @@ class Hierarchy:
 
     def bind(self, column: Column) -> BoundHierarchy:
         """Map the column's domain values to leaves (``str(value)`` for int and string
-        columns, numeric equality for float columns) and order them depth-first."""
+        columns, numeric equality for float columns, ``true``/``false`` in any case for
+        booleans) and order them depth-first."""
         if column.kind == "float":
             leaf_of_value: dict[object, int] = {}
             for index, leaf in enumerate(self.leaves):
@@ -72,6 +73,11 @@ class Hierarchy:
                                       f"same number")
                 leaf_of_value[number] = index
             keys: list[object] = list(column.domain)
+        elif column.kind == "bool":
+            # A CSV column of true/false is read as booleans; its hierarchy spells them as text.
+            leaf_of_value = {leaf.lower(): index for index, leaf in enumerate(self.leaves)
+                             if leaf.lower() in ("true", "false")}
+            keys = [str(value).lower() for value in column.domain]
         else:
             leaf_of_value = {leaf: index for index, leaf in enumerate(self.leaves)}
             keys = [str(value) for value in column.domain]

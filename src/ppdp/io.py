@@ -4,9 +4,12 @@ Every source goes through the same steps: keep the requested columns, strip whit
 strings, turn the missing-value tokens (and NaN) into nulls, refuse or drop rows with missing
 values, then dictionary-encode each column with `ppdp.table.table_from_arrow`.
 
-CSV files must be UTF-8 text. Their fields are read as strings and each column is typed by its
-non-missing cells (after stripping and the missing-value tokens):
+CSV files must be UTF-8 text; their fields are read as text. Text columns, meaning every CSV
+column and the plain text (``str``, ``object``, Arrow ``string``) columns of DataFrames and
+Arrow tables, are typed by their non-missing cells (after stripping and the missing-value
+tokens):
 
+- every cell ``true`` or ``false`` (any case): boolean;
 - every cell an integer (``-12``, ``+7``, ``007``) and all within int64: int64;
 - every cell a decimal number (``1.5``, ``.5``, ``1e3``, ``inf``, ``nan``): float64;
 - at least `NUMERIC_PERCENT` % of the cells numbers, the others not (``abc``, ``4O``): an error
@@ -16,11 +19,21 @@ non-missing cells (after stripping and the missing-value tokens):
 - otherwise: text. Hexadecimal (``0x10``), digit separators (``1_000``) and non-ASCII digits
   are text.
 
-Columns that already have a type (Parquet, DataFrames, Arrow) keep it: integers become int64,
-floating-point numbers float64, decimals int64 (no fraction) or float64 (at most 15 digits), dates
-ISO text (``2024-01-31``), UTF-8 binary text; booleans stay booleans. Nested, timestamp, time,
-duration and other types are refused with an error naming the column. Column names must be
-distinct whatever the source.
+A declared text domain (``domains={"zip": [...strings...]}``) keeps a text column text, and so
+does a categorical dtype: categories are labels the user chose. Parquet files are typed by
+their own schema, so their text columns stay text (queries then refuse to compare them with
+numbers).
+
+Columns that have another type keep it: integers become int64, floating-point numbers float64,
+decimals int64 (no fraction) or float64 (at most 15 digits), booleans booleans (domain
+``[False, True]``, declared: it says nothing about the data), dates ISO text (``2024-01-31``,
+which sorts and compares chronologically), UTF-8 binary text. Categoricals (dictionary
+columns) are read as their values; an *ordered* one (pandas ``ordered=True``, polars
+``pl.Enum``, Arrow ``ordered=True``) becomes an ordered column whose declared domain is all its
+categories in their order (`ppdp.table.arrange_domain` says how a domain declared as well
+combines with it). Date-times (timestamps) are refused with an error that says to convert them
+to dates or text, and so are nested, time, duration and other types, naming the column. Column
+names must be distinct whatever the source.
 """
 
 from __future__ import annotations
@@ -41,7 +54,14 @@ import pyarrow.parquet as pq
 from ppdp.declared_domains import resolve_domains
 from ppdp.errors import MissingValuesError, SchemaError
 from ppdp.storage import write_atomic
-from ppdp.table import Table, table_from_arrow, unknown_column_message
+from ppdp.table import (
+    Ordered,
+    Table,
+    arrange_domain,
+    dictionary_order,
+    table_from_arrow,
+    unknown_column_message,
+)
 
 __all__ = ["DEFAULT_NA_VALUES", "NUMERIC_PERCENT", "read_table"]
 
@@ -68,6 +88,7 @@ _NON_NUMERIC_CHOICES = ("error", "missing", "text")
 # number (hexadecimal, which the int64 cast takes): RE2 syntax, matched on distinct values.
 _INTEGER = r"^[+-]?[0-9]+$"
 _NUMBER = r"(?i)^[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?|inf|infinity|nan)$"
+_BOOLEANS = pa.array(["true", "false"])
 _SHOWN_VALUES = 5
 _MAX_REASON = 200
 
@@ -91,9 +112,11 @@ def read_table(
     """Read a CSV or Parquet file, a pandas or polars DataFrame, or an Arrow table into a Table.
 
     ``domains`` declares public domains (`ppdp.declared_domains`): a mapping of column to
-    values or ``{"min": a, "max": b}``, or the path of a JSON schema file. Other columns get the
-    values present, which mechanisms refuse to publish where that would leak, unless
-    ``observed_domains`` declares them public (the release then reveals which values occur).
+    values, ``{"min": a, "max": b}`` or an ordered text domain (`ppdp.table.Ordered`,
+    ``{"ordered": [...]}``), or the path of a JSON schema file. Ordered categoricals and booleans
+    declare their own domains. Other columns get the values present, which mechanisms refuse to
+    publish where that would leak, unless ``observed_domains`` declares them public (the release
+    then reveals which values occur). How each type is read: the module docstring.
     """
     if missing not in _MISSING_CHOICES:
         raise ValueError(f"missing must be 'error' or 'drop', not {missing!r}")
@@ -113,21 +136,33 @@ def read_table(
             raise SchemaError(f"cannot read {path}: it is a directory, not a CSV or Parquet file")
         if path.suffix.lower() in _PARQUET_SUFFIXES:
             data = _read_parquet(path, keep)
-            text_columns: frozenset[str] = frozenset()
+            # A Parquet file's schema is a typed file format's choice: its text stays text.
+            typed = True
         else:
             data = _read_csv(path, keep, sep=sep, header=header, names=names,
                              skip_rows=skip_rows)
-            text_columns = frozenset(data.column_names)
+            typed = False
     else:
         data = _arrow_from_object(source)
         _check_distinct(data.column_names, f"{_describe(source)} has", "rename them")
         if keep is not None:
             _check_columns(keep, data.column_names)
             data = data.select(keep)
-        text_columns = frozenset()
+        # In memory, a column of number strings is an accident of how the frame was built
+        # (read as object or str): typed by its values as CSV text is.
+        typed = False
 
+    # An ordered categorical's categories are a declaration by the user: its domain, in order.
+    for name in data.column_names:
+        order = _categories(name, data.column(name), na)
+        if order is not None:
+            domains[name] = arrange_domain(name, order, domains.get(name))  # type: ignore[assignment]
+    # Plain text columns (CSV's every column, DataFrames' str/object columns) are typed by their
+    # values; categoricals are labels the user chose, and a declared text domain says the
+    # column is text.
     data = pa.table(
-        [_clean_column(name, data.column(name), na, infer=name in text_columns
+        [_clean_column(name, data.column(name), na,
+                       infer=not typed and _is_text(data.column(name).type)
                        and not _is_text_domain(domains.get(name)),
                        non_numeric=non_numeric, source=_describe(source))
          for name in data.column_names],
@@ -367,6 +402,17 @@ def _is_text_domain(domain: Sequence[Any] | None) -> bool:
     return domain is not None and len(domain) > 0 and all(isinstance(v, str) for v in domain)
 
 
+def _categories(name: str, column: pa.ChunkedArray, na: list[str]) -> Ordered | None:
+    """An ordered categorical's categories, cleaned as its values are, else None."""
+    order = dictionary_order(name, column)
+    if order is None:
+        return None
+    # The same stripping, missing-value tokens and types as the values: a category that reads
+    # as missing ("?", NaN) is no category.
+    cleaned = _clean_column(name, pa.chunked_array([order]), na, infer=False)
+    return Ordered(v for v in cleaned.to_pylist() if v is not None)
+
+
 def _clean_column(name: str, column: pa.ChunkedArray, na: list[str], *, infer: bool,
                   non_numeric: str = "error", source: str = "the input") -> pa.ChunkedArray:
     """Strip strings, null the missing-value tokens and NaN, and (for CSV) infer the type."""
@@ -428,6 +474,10 @@ def _check_type(name: str, type_: pa.DataType) -> None:
     if pa.types.is_nested(type_):
         raise SchemaError(f"column {name!r} has the nested type {shown}; ppdp reads flat "
                           "columns only: flatten it, or leave it out with columns=[...]")
+    if pa.types.is_timestamp(type_):
+        raise SchemaError(f"column {name!r} has type {shown}, which ppdp does not read "
+                          "(date-times): convert it to dates (pandas: .dt.date, polars: "
+                          ".dt.date()) or to text, or leave it out with columns=[...]")
     raise SchemaError(f"column {name!r} has type {shown}, which ppdp does not read (it reads "
                       "numbers, text, booleans and dates): convert it, for example to text, "
                       "or leave it out with columns=[...]")
@@ -459,12 +509,15 @@ def _is_text(type_: pa.DataType) -> bool:
 
 def _infer_type(name: str, column: pa.ChunkedArray, *, non_numeric: str,
                 source: str) -> pa.ChunkedArray:
-    """Type a CSV column as int64, float64 or text by its values (the rule in the module doc)."""
+    """Type a text column as boolean, int64, float64 or text by its values (the rule in the
+    module doc)."""
     if column.null_count == len(column):
         return column
     # Classify the distinct values once, then weigh them by how many cells hold each.
     counted = pc.value_counts(column)
     values, counts = counted.field("values"), counted.field("counts")
+    if pc.all(pc.is_in(pc.utf8_lower(pc.drop_null(values)), value_set=_BOOLEANS)).as_py():
+        return pc.equal(pc.utf8_lower(column), "true")
     present = pc.is_valid(values)
     number = pc.fill_null(pc.match_substring_regex(values, _NUMBER), False)
     other = pc.and_(present, pc.invert(number))

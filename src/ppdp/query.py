@@ -7,10 +7,22 @@ of such conditions is a *box* that can be answered from a contingency table (``C
 touching the rows again. Conditions on several columns (``age < 2 * hours``) stay row-level.
 
 Queries come from users and files, so every failure of ``parse_query`` and ``bind`` on any
-string is a ``QueryError``. Values must fit their column: a text column is compared with
-quoted text only (``sex > 3`` is an error; ``sex = 'Male'`` and ``sex < 'M'`` are not), a
-numeric column with numbers or quoted numbers (``iinjury = '3'``). A division whose divisor is 0
-for some value of its columns' domains is an error. ``FROM`` names ``t`` or the table's own name.
+string is a ``QueryError``. Values must fit their column (never a silent comparison of text with
+a number):
+
+* a text column is compared with quoted text only (``sex > 3`` and ``sex IN (1, 2)`` are
+  errors; ``sex = 'Male'`` and ``sex < 'M'``, compared as text, are not);
+* an *ordered* text column (an ordered categorical) compares by position in its order, with
+  values of its domain only (``edu BETWEEN 'hs' AND 'college'``);
+* a text column of ISO dates (``2024-01-31``, as dates are read) takes ISO dates only in
+  ``<``, ``<=``, ``>``, ``>=`` and ``BETWEEN``, quoted or as ``DATE '2024-01-31'``: in that form
+  text order is chronological;
+* a numeric column takes numbers or quoted numbers (``iinjury = '3'``);
+* a boolean column takes ``TRUE`` and ``FALSE`` (any case): ``female``, ``NOT female``,
+  ``female = TRUE``, ``female IS FALSE``; ``female = 1`` is an error.
+
+A division whose divisor is 0 for some value of its columns' domains is an error. ``FROM``
+names ``t`` or the table's own name.
 
 Size limits, far above real queries, keep hostile input from stalling the parser; they are
 checked on the text (quoted text and comments aside) before parsing, in about 0.1 s for a
@@ -34,6 +46,7 @@ about 1.5 s, and a megabyte of comments about 1.5 s to tokenize.
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import math
 import operator
@@ -50,7 +63,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import Token, Tokenizer, TokenType
 
 from ppdp.errors import QueryError
-from ppdp.table import Column, Schema, unknown_column_message
+from ppdp.table import KIND_NAMES, Column, Schema, unknown_column_message
 
 MAX_QUERY_CHARS = 1_000_000
 MAX_TERMS = 10_000
@@ -79,7 +92,9 @@ class Col:
 
 @dataclass(frozen=True)
 class Lit:
-    value: int | float | str
+    """A literal: a number, quoted text, TRUE or FALSE (bool), or ``DATE '...'`` (a date)."""
+
+    value: int | float | str | bool | datetime.date
 
 
 @dataclass(frozen=True)
@@ -379,6 +394,10 @@ def _show_value(value: Any) -> str:
 
 def _plain_value(value: Any) -> str:
     """A literal unquoted for an error message (Python refuses str() of huge ints)."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, datetime.date):
+        return f"DATE '{value.isoformat()}'"
     if isinstance(value, int) and value.bit_length() > 300:
         return "a number too large to show"
     return _shorten(str(value))
@@ -463,6 +482,15 @@ def _leaf_condition(node: exp.Expression | None, text: str) -> Condition:
                        _expr(node.args.get("high"), text))
     if isinstance(node, exp.Boolean):
         return TrueCondition() if node.this else Not(TrueCondition())
+    if isinstance(node, exp.Column):
+        # A bare column is a boolean column's truth: ``female`` means ``female = TRUE``.
+        return Compare("=", _expr(node, text), Lit(True))
+    if isinstance(node, exp.Is):
+        target = node.expression
+        if isinstance(target, exp.Boolean):
+            return Compare("=", _expr(node.this, text), Lit(bool(target.this)))
+        raise QueryError(f"{_describe(node)} is not supported: tables hold no missing values, "
+                         f"and IS takes TRUE or FALSE only")
     raise QueryError(f"unsupported condition {_describe(node)} in {_show(text)}; use = != < <= "
                      f"> >= IN BETWEEN AND OR NOT")
 
@@ -481,7 +509,7 @@ def _expr(node: exp.Expression | None, text: str) -> Expr:
             return operands[0]
         if isinstance(node, exp.Neg):
             inner = operands[0]
-            if isinstance(inner, Lit) and not isinstance(inner.value, str):
+            if isinstance(inner, Lit) and _is_number(inner.value):
                 return Lit(-inner.value)
             return Arith("-", Lit(0), inner)
         if type(node) in _ARITHMETIC:
@@ -495,9 +523,37 @@ def _expr(node: exp.Expression | None, text: str) -> Expr:
             return Col(node.name)
         if isinstance(node, exp.Literal) and isinstance(node.this, str):
             return Lit(node.this) if node.is_string else _number(node.this, text)
+        if isinstance(node, exp.Boolean):
+            return Lit(bool(node.this))
+        if isinstance(node, exp.Cast) and _is_date_type(node.args.get("to")):
+            return _date(node.this, text)
         raise QueryError(f"unsupported expression {_describe(node)} in {_show(text)}")
 
     return _fold(node, children, combine)
+
+
+def _is_number(value: Any) -> bool:
+    """Whether a literal is a number (booleans are ints to Python, not here)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_date_type(node: exp.Expression | None) -> bool:
+    return isinstance(node, exp.DataType) and node.this == exp.DataType.Type.DATE
+
+
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def _date(node: exp.Expression | None, text: str) -> Lit:
+    """``DATE '2024-01-31'``: a calendar date written in ISO form."""
+    value = node.this if isinstance(node, exp.Literal) and node.is_string else None
+    try:
+        if value is None or not _ISO_DATE.fullmatch(value):
+            raise ValueError
+        return Lit(datetime.date.fromisoformat(value))
+    except ValueError:
+        raise QueryError(f"DATE takes a quoted date in ISO form, as in DATE '2024-01-31', not "
+                         f"{_describe(node)}: {_show(text)}") from None
 
 
 def _number(digits: str, text: str) -> Lit:
@@ -977,11 +1033,10 @@ def _bind_in(condition: In, schema: Schema) -> Predicate:
         return AnyOf(tuple(_bind_comparison("=", expr, v, schema) for v in condition.values))
     # One lookup table for the whole list, however long.
     column = schema[expr.name]
-    codes = {value: code for code, value in enumerate(column.domain)}
     lut = np.zeros(column.size, dtype=bool)
     for value in condition.values:
-        literal = _coerce_literal(value.value, column)
-        code = codes.get(literal)
+        literal = _coerce_literal(value.value, column, "IN")
+        code = column.position(literal)
         if code is None:
             raise QueryError(_unknown_value_message(literal, column.name, column.domain))
         lut[code] = True
@@ -999,17 +1054,27 @@ def _bind_comparison(op: str, left: Expr, right: Expr, schema: Schema) -> Predic
         left, right, op = right, left, _MIRROR[op]
     if isinstance(left, Col) and isinstance(right, Lit):
         column = schema[left.name]
-        literal = _coerce_literal(right.value, column)
-        if op == "=" and literal not in column.domain:
-            raise QueryError(_unknown_value_message(literal, column.name, column.domain))
+        literal = _coerce_literal(right.value, column, op)
+        position = column.position(literal)
+        if position is None and (op == "=" or (column.ordered and op != "!=")):
+            message = _unknown_value_message(literal, column.name, column.domain)
+            if op != "=":
+                message += "; an ordered column compares by position in its order, so only its " \
+                           "own values can be compared with"
+            raise QueryError(message)
+        if column.ordered:
+            # Ordered text: codes follow the declared order, so compare positions.
+            lut = np.asarray(_OPERATORS[op](np.arange(column.size), position), dtype=bool) \
+                if position is not None else np.ones(column.size, dtype=bool)
+            return ColumnSet(column.name, lut)
         with np.errstate(invalid="ignore"):
             lut = np.asarray(_OPERATORS[op](column.values, literal), dtype=bool)
         return ColumnSet(column.name, lut)
     names = sorted(columns)
     for name in names:
-        if schema[name].kind == "string":
-            raise QueryError(f"column {name!r} holds text; arithmetic and comparisons between "
-                             f"columns need numeric columns")
+        if schema[name].kind not in ("int", "float"):
+            raise QueryError(f"column {name!r} holds {KIND_NAMES[schema[name].kind]}; "
+                             f"arithmetic and comparisons between columns need numeric columns")
     texts = _text_literals(left) + _text_literals(right)
     if texts:
         raise QueryError(f"the text {_show(texts[0])} is used in arithmetic or compared with an "
@@ -1043,9 +1108,9 @@ def _compare(op: str, left: Any, right: Any) -> np.ndarray:
 
 
 def _compare_constants(op: str, left: Expr, right: Expr) -> bool:
-    sides: list[str | float] = []
+    sides: list[Any] = []
     for side in (left, right):
-        if isinstance(side, Lit) and isinstance(side.value, str):
+        if isinstance(side, Lit) and not _is_number(side.value):
             sides.append(side.value)
         else:
             texts = _text_literals(side)
@@ -1053,10 +1118,22 @@ def _compare_constants(op: str, left: Expr, right: Expr) -> bool:
                 raise QueryError(f"the text {_show(texts[0])} is used in arithmetic; arithmetic "
                                  f"needs numbers")
             sides.append(float(_numeric(side, {})))
-    if isinstance(sides[0], str) != isinstance(sides[1], str):
-        raise QueryError(f"{_format_expr(left)} {op} {_format_expr(right)} compares text with a "
-                         f"number; quote both values or neither")
+    kinds = [_literal_kind(value) for value in sides]
+    if kinds[0] != kinds[1]:
+        raise QueryError(f"{_format_expr(left)} {op} {_format_expr(right)} compares "
+                         f"{kinds[0]} with {kinds[1]}; compare values of one type")
     return bool(_OPERATORS[op](sides[0], sides[1]))
+
+
+def _literal_kind(value: Any) -> str:
+    """What a literal is, for messages: a number, text, a boolean or a date."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, datetime.date):
+        return "a date"
+    return "a number"
 
 
 def _numeric(expr: Expr, values: Mapping[str, np.ndarray]) -> Any:
@@ -1068,6 +1145,9 @@ def _numeric(expr: Expr, values: Mapping[str, np.ndarray]) -> Any:
         if isinstance(node, Lit):
             if isinstance(node.value, str):
                 raise QueryError(f"text literal {_show(node.value)} used in arithmetic")
+            if not _is_number(node.value):
+                raise QueryError(f"{_plain_value(node.value)} is used in arithmetic or compared "
+                                 f"with an expression; arithmetic needs numbers")
             try:
                 return np.float64(node.value)
             except OverflowError:
@@ -1086,14 +1166,44 @@ def _numeric(expr: Expr, values: Mapping[str, np.ndarray]) -> Any:
     return _fold(expr, _expr_children, combine)
 
 
-def _coerce_literal(value: Any, column: Column) -> Any:
-    """Match a literal to the column's value type (``iinjury = '3'`` works on integer codes)."""
+_ORDERING = frozenset({"<", "<=", ">", ">="})
+
+
+def _coerce_literal(value: Any, column: Column, op: str = "=") -> Any:
+    """Match a literal to the column's value type (``iinjury = '3'`` works on integer codes),
+    refusing any comparison across types (text with numbers, booleans with anything else)."""
+    name = _sql_name(column.name)
+    if column.kind == "bool":
+        if isinstance(value, bool):
+            return value
+        raise QueryError(f"column {column.name!r} holds booleans; compare it with TRUE or FALSE "
+                         f"({name} = TRUE, or {name} alone, NOT {name}), not "
+                         f"{_show_value(value)}")
+    if isinstance(value, bool):
+        raise QueryError(f"column {column.name!r} holds {KIND_NAMES[column.kind]}, not "
+                         f"booleans; {_plain_value(value)} compares with boolean columns only")
+    if isinstance(value, datetime.date):
+        if column.iso_dates:
+            return value.isoformat()
+        raise QueryError(f"column {column.name!r} does not hold dates (ISO text such as "
+                         f"'2024-01-31'); {_plain_value(value)} compares with date columns only")
     if column.kind == "string":
         if isinstance(value, str):
+            if op in _ORDERING and column.iso_dates and not _ISO_DATE.fullmatch(value):
+                raise QueryError(f"column {column.name!r} holds dates, compared as ISO text; "
+                                 f"write the date in that form (YYYY-MM-DD), e.g. {name} {op} "
+                                 f"'{column.domain[0]}', not {_show_value(value)}")
             return value
         shown = _plain_value(value)
-        raise QueryError(f"column {column.name!r} holds text; quote the value: '{shown}' "
-                         f"instead of {shown}")
+        op_text = "=" if op == "IN" else op
+        if column.ordered:
+            raise QueryError(f"column {column.name!r} holds ordered text; compare it with one "
+                             f"of its values, e.g. {name} {op_text} '{column.domain[0]}', not "
+                             f"the number {shown}")
+        raise QueryError(f"column {column.name!r} holds text; compare it with text, e.g. "
+                         f"{name} {op_text} '{shown}' (compared as text, where '9' > '12'), or "
+                         f"read it as numbers (read_table reads a text column whose values are "
+                         f"all numbers as numbers, unless a text domain is declared)")
     try:
         number = float(value)
     except (ValueError, TypeError):
@@ -1112,7 +1222,9 @@ def _coerce_literal(value: Any, column: Column) -> Any:
 
 def _unknown_value_message(value: Any, column: str, domain: Sequence[Any]) -> str:
     as_text = [str(v) for v in domain]
-    if isinstance(value, str):
+    if isinstance(value, bool):
+        close = []
+    elif isinstance(value, str):
         close = difflib.get_close_matches(value, as_text, n=3, cutoff=0.4)
     else:
         numbers = np.asarray(domain, dtype=float)

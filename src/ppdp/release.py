@@ -375,9 +375,7 @@ def rows_to_arrow(schema: Schema, codes: Mapping[str, np.ndarray],
     """Published rows as values (dictionary-encoded Arrow columns), readable by any tool."""
     arrays, names = [], []
     for column in schema.columns:
-        dictionary = pa.array(list(column.domain))
-        indices = pa.array(np.asarray(codes[column.name]).astype(np.int32, copy=False))
-        arrays.append(pa.DictionaryArray.from_arrays(indices, dictionary))
+        arrays.append(column.dictionary_array(codes[column.name]))
         names.append(column.name)
     for name, values in (extra or {}).items():
         arrays.append(pa.array(values))

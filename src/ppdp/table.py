@@ -1,12 +1,17 @@
 """Schema (column roles and finite domains) and the dictionary-encoded Table.
 
-Every column of a Table is stored as compact unsigned integer codes into its domain, a sorted
-tuple of the values the column may take. All counting, publishing and estimation work on codes;
+Every column of a Table is stored as compact unsigned integer codes into its domain, a tuple of
+the values the column may take, in the column's order: sorted (numbers by value, booleans False
+then True, text alphabetically) unless the column is *ordered* text (an ordered categorical,
+or a domain declared with `Ordered`), whose domain keeps the order given. Codes therefore always
+follow the column's order, and everything that orders values (range queries, generalization
+ranges, hierarchies) works on codes. All counting, publishing and estimation work on codes;
 values appear only at the edges (reading, query literals, writing a release).
 """
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -44,9 +49,34 @@ def code_dtype(domain_size: int) -> np.dtype:
     return np.dtype(np.uint32)
 
 
+class Ordered(tuple[Any, ...]):
+    """Domain values in a meaningful order (an ordered categorical), kept as given, not sorted.
+
+    Declare an ordered text domain with ``read_table(..., domains={"edu": Ordered([...])})``
+    or ``{"edu": {"ordered": [...]}}`` in a schema file; ordered categoricals of pandas, polars
+    (``pl.Enum``) and Arrow (``ordered=True``) are read as one. Comparisons (``<``, ``BETWEEN``)
+    then follow this order.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"Ordered({list(self)!r})"
+
+
+KIND_NAMES = {"int": "numbers", "float": "numbers", "string": "text", "bool": "booleans"}
+"""How messages name what a column of each kind holds."""
+
+_ISO_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+
+
 def _value_kind(values: Sequence[Any]) -> str:
-    if all(isinstance(v, bool | np.bool_) for v in values):
-        raise SchemaError("boolean columns are not supported; encode them as strings or integers")
+    booleans = [isinstance(v, bool | np.bool_) for v in values]
+    if all(booleans):
+        return "bool"
+    if any(booleans):
+        raise SchemaError(f"a domain mixes booleans with other values: "
+                          f"{sorted({type(v).__name__ for v in values})}")
     if all(isinstance(v, int | np.integer) for v in values):
         return "int"
     if all(isinstance(v, int | float | np.integer | np.floating) for v in values):
@@ -58,29 +88,44 @@ def _value_kind(values: Sequence[Any]) -> str:
 
 @dataclass(frozen=True)
 class Column:
-    """One column: its name, its role and its finite domain (sorted, distinct values).
+    """One column: its name, its role and its finite domain (distinct values, in order).
 
     ``declared`` says whether the domain is public knowledge (given by the user, a schema file
     or a hierarchy) rather than the values that happen to be present in the data; releases
     list domains, so mechanisms refuse undeclared ones where listing them would leak.
+
+    ``kind`` is ``"int"``, ``"float"``, ``"string"`` or ``"bool"``. The domain is sorted,
+    except for ordered text (``ordered``, or a domain given as `Ordered`), which keeps its
+    order. Numbers and booleans always compare by value: an ordered domain of them must be in
+    ascending order.
     """
 
     name: str
     role: Role
     domain: tuple[Any, ...]
     declared: bool = field(default=True, compare=False)
+    ordered: bool = False
     kind: str = field(init=False)
 
     def __post_init__(self) -> None:
         if not self.domain:
             raise SchemaError(f"column {self.name!r} has an empty domain")
         kind = _value_kind(self.domain)
-        python_values: tuple[Any, ...] = tuple(
-            int(v) if kind == "int" else float(v) if kind == "float" else v for v in self.domain
-        )
+        convert = {"int": int, "float": float, "bool": bool}.get(kind)
+        python_values: tuple[Any, ...] = tuple(self.domain) if convert is None \
+            else tuple(convert(v) for v in self.domain)
         if len(set(python_values)) != len(python_values):
             raise SchemaError(f"the domain of column {self.name!r} repeats a value")
-        object.__setattr__(self, "domain", tuple(sorted(python_values)))
+        ordered = self.ordered or isinstance(self.domain, Ordered)
+        in_order = tuple(sorted(python_values))
+        if ordered and kind != "string" and python_values != in_order:
+            shown = ", ".join(map(repr, python_values[:5]))
+            raise SchemaError(f"column {self.name!r} is ordered ({shown}, ...) but holds "
+                              f"{KIND_NAMES[kind]}, which ppdp always orders by value; give "
+                              f"the values in ascending order, or make them text")
+        keep = ordered and kind == "string"
+        object.__setattr__(self, "domain", python_values if keep else in_order)
+        object.__setattr__(self, "ordered", keep)
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "role", Role(self.role))
 
@@ -90,21 +135,68 @@ class Column:
 
     @property
     def values(self) -> np.ndarray:
-        """The domain as a numpy array (int64, float64 or str), indexable by code."""
-        dtype = {"int": np.int64, "float": np.float64, "string": np.str_}[self.kind]
+        """The domain as a numpy array (int64, float64, str or bool), indexable by code."""
+        dtype = {"int": np.int64, "float": np.float64, "string": np.str_,
+                 "bool": np.bool_}[self.kind]
         return np.asarray(self.domain, dtype=dtype)
 
     @property
     def dtype(self) -> np.dtype:
         return code_dtype(self.size)
 
+    @cached_property
+    def iso_dates(self) -> bool:
+        """Whether this is text holding only ISO dates (``2024-01-31``): dates as ppdp reads
+        them, compared as text, which for this form is chronological."""
+        if self.kind != "string" or self.ordered:
+            return False
+        return bool(pc.all(pc.match_substring_regex(pa.array(self.domain, pa.string()),
+                                                    _ISO_DATE)).as_py())
+
+    def position(self, value: Any) -> int | None:
+        """The code of a domain value, or None when it is not in the domain."""
+        if self.ordered:
+            return self._positions.get(value)
+        # A sorted domain is searched in place: declared ranges may span millions of values,
+        # too many for a dictionary per column.
+        try:
+            code = bisect.bisect_left(self.domain, value)
+        except TypeError:  # a value of another type is not in the domain
+            return None
+        if code < self.size and self.domain[code] == value \
+                and isinstance(self.domain[code], bool) == isinstance(value, bool | np.bool_):
+            return code
+        return None
+
+    @cached_property
+    def _positions(self) -> dict[Any, int]:
+        return {value: code for code, value in enumerate(self.domain)}
+
+    def dictionary(self) -> pa.Array:
+        """The domain as an Arrow array (the dictionary of this column's encoded values)."""
+        return pa.array(list(self.domain))
+
+    def dictionary_array(self, codes: np.ndarray) -> pa.DictionaryArray:
+        """Codes as an Arrow dictionary array over the domain (``ordered`` kept)."""
+        indices = pa.array(np.asarray(codes).astype(np.int32, copy=False))
+        return pa.DictionaryArray.from_arrays(indices, self.dictionary(),
+                                              ordered=self.ordered)
+
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "role": self.role.value, "kind": self.kind,
+        data = {"name": self.name, "role": self.role.value, "kind": self.kind,
                 "domain": list(self.domain)}
+        if self.ordered:
+            # Only when set: releases written before ordered columns existed stay identical.
+            data["ordered"] = True
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Column:
-        return cls(name=str(data["name"]), role=Role(data["role"]), domain=tuple(data["domain"]))
+        ordered = data.get("ordered", False)
+        if not isinstance(ordered, bool):
+            raise SchemaError(f"column {data.get('name')!r}: \"ordered\" must be true or false")
+        return cls(name=str(data["name"]), role=Role(data["role"]), domain=tuple(data["domain"]),
+                   ordered=ordered)
 
 
 @dataclass(frozen=True)
@@ -278,20 +370,32 @@ class Table:
     def with_domains(self, domains: Mapping[str, Sequence[Any]]) -> Table:
         """The same rows with declared (public) domains for the given columns.
 
-        Each domain must hold every value present; codes are remapped to the new domains.
+        Each domain must hold every value present; codes are remapped to the new domains. An
+        ordered column keeps its order (see `arrange_domain`); an `Ordered` domain sets one.
         """
         columns, codes = list(self.schema.columns), dict(self._codes)
         for name, domain in domains.items():
             old = self.schema[name]
-            new = Column(name, old.role, tuple(domain))
-            try:
-                positions = {v: i for i, v in enumerate(new.domain)}
-                remap = np.asarray([positions[v] for v in old.domain], dtype=np.int64)
-            except KeyError:
-                outside = [v for v in old.domain if v not in positions][:5]
+            arranged = arrange_domain(name, Ordered(old.domain) if old.ordered else None,
+                                      domain)
+            new = Column(name, old.role, arranged if isinstance(arranged, Ordered)
+                         else tuple(arranged))
+            # True == 1 in Python: without this check booleans would pass for the numbers 0, 1.
+            if (new.kind == "bool") != (old.kind == "bool"):
+                raise SchemaError(f"the declared domain of column {name!r} holds "
+                                  f"{KIND_NAMES[new.kind]}, but the column holds "
+                                  f"{KIND_NAMES[old.kind]}")
+            # Only the values present must be in the new domain: an old declared domain may
+            # list values that no row holds (an ordered categorical's unused categories).
+            present = np.bincount(self._codes[name], minlength=old.size) > 0
+            remap = [new.position(v) for v in old.domain]
+            outside = [v for v, code, used in zip(old.domain, remap, present, strict=True)
+                       if code is None and used]
+            if outside:
                 raise SchemaError(f"the declared domain of column {name!r} lacks values present "
-                                  f"in the data: {outside}") from None
-            codes[name] = remap[self._codes[name]].astype(new.dtype)
+                                  f"in the data: {outside[:5]}")
+            lookup = np.asarray([0 if code is None else code for code in remap], dtype=np.int64)
+            codes[name] = lookup[self._codes[name]].astype(new.dtype)
             columns[self.schema.names.index(name)] = new
         return Table(Schema(tuple(columns)), codes, dropped_rows=self.dropped_rows,
                      name=self.name)
@@ -319,11 +423,8 @@ class Table:
 
     def to_arrow(self) -> pa.Table:
         """Decoded values as an Arrow table (dictionary-encoded columns)."""
-        arrays = []
-        for column in self.schema.columns:
-            dictionary = pa.array(list(column.domain))
-            indices = pa.array(self._codes[column.name].astype(np.int32))
-            arrays.append(pa.DictionaryArray.from_arrays(indices, dictionary))
+        arrays = [column.dictionary_array(self._codes[column.name])
+                  for column in self.schema.columns]
         return pa.table(arrays, names=list(self.schema.names))
 
     def count(self, query: str | Query) -> Estimate | GroupedEstimate:
@@ -333,23 +434,79 @@ class Table:
         return exact_count(self, query)
 
 
+def dictionary_order(name: str, array: pa.ChunkedArray | pa.Array) -> pa.Array | None:
+    """The categories of an ordered dictionary column (all of them, used or not), else None."""
+    type_ = array.type
+    if not (pa.types.is_dictionary(type_) and type_.ordered):
+        return None
+    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+    if not chunks:
+        return pa.array([], type_.value_type)
+    first = chunks[0].dictionary
+    # Merging differing dictionaries would append values in no meaningful order.
+    if any(not chunk.dictionary.equals(first) for chunk in chunks[1:]):
+        raise SchemaError(f"column {name!r} is an ordered categorical whose chunks have "
+                          f"different categories; give every chunk the same categories")
+    return first
+
+
+def arrange_domain(name: str, order: Sequence[Any] | None,
+                   declared: Sequence[Any] | None) -> Sequence[Any] | None:
+    """The domain of a column with its own order (``order``: an ordered categorical's
+    categories) and a declared domain; either may be None.
+
+    A declared `Ordered` domain replaces the order. A plain declared domain of an ordered text
+    column keeps the column's order: its values must be among the categories (to add values or
+    change the order, declare an `Ordered` domain), so that a domain file listing values
+    alphabetically never reorders a column silently. Numbers and booleans are ordered by value
+    whatever the categories say, so their declared domain is taken as is.
+    """
+    if declared is None:
+        return order
+    if order is None or isinstance(declared, Ordered) \
+            or not all(isinstance(v, str) for v in order):
+        return declared
+    position = {value: index for index, value in enumerate(order)}
+    outside = [v for v in declared if not isinstance(v, str) or v not in position]
+    if outside:
+        raise SchemaError(f"column {name!r} is ordered ({', '.join(map(repr, order[:4]))}"
+                          f"{', ...' if len(order) > 4 else ''}) and its declared domain lists "
+                          f"values outside that order: {outside[:5]}; declare the whole order "
+                          f"instead (Ordered([...]), or {{\"ordered\": [...]}} in a schema file)")
+    return Ordered(sorted(declared, key=position.__getitem__))
+
+
 def encode_column(name: str, array: pa.ChunkedArray | pa.Array, role: Role,
                   domain: Sequence[Any] | None = None) -> tuple[Column, np.ndarray]:
-    """Dictionary-encode one Arrow column against its domain (the active domain by default)."""
+    """Dictionary-encode one Arrow column against its domain (the active domain by default).
+
+    An ordered dictionary column's categories are its declared, ordered domain (see
+    `arrange_domain` for a ``domain`` given as well); a boolean column's domain is
+    ``(False, True)``, declared: it tells nothing about the data.
+    """
+    order = dictionary_order(name, array)
+    if order is not None:
+        domain = arrange_domain(name, Ordered(order.to_pylist()), domain)
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     if pa.types.is_dictionary(array.type):
         array = array.dictionary_decode()
     if array.null_count:
         raise SchemaError(f"column {name!r} has {array.null_count} missing values")
-    if pa.types.is_boolean(array.type):
-        array = pc.cast(array, pa.string())
+    if domain is None and pa.types.is_boolean(array.type):
+        domain = (False, True)
     declared = domain is not None
     if domain is None:
         domain = pc.unique(array).to_pylist()
-    column = Column(name, role, tuple(domain), declared=declared)
-    value_set = pa.array(list(column.domain))
+    column = Column(name, role, domain if isinstance(domain, Ordered) else tuple(domain),
+                    declared=declared)
+    value_set = column.dictionary()
     if not value_set.type.equals(array.type):
+        if pa.types.is_boolean(value_set.type) != pa.types.is_boolean(array.type):
+            # Arrow casts booleans to and from numbers and text ("true"); a domain of another
+            # kind is a mistake, not a spelling.
+            raise SchemaError(f"column {name!r} holds {_arrow_kind(array.type)} but its domain "
+                              f"holds {KIND_NAMES[column.kind]}")
         try:
             array = pc.cast(array, value_set.type)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
@@ -361,6 +518,15 @@ def encode_column(name: str, array: pa.ChunkedArray | pa.Array, role: Role,
         raise SchemaError(f"column {name!r} holds values outside its domain: {outside}")
     codes = indices.to_numpy(zero_copy_only=False).astype(column.dtype)
     return column, codes
+
+
+def _arrow_kind(type_: pa.DataType) -> str:
+    if pa.types.is_boolean(type_):
+        return "booleans"
+    if pa.types.is_integer(type_) or pa.types.is_floating(type_):
+        return "numbers"
+    return "text" if pa.types.is_string(type_) or pa.types.is_large_string(type_) \
+        else str(type_)
 
 
 def table_from_arrow(data: pa.Table, *, roles: Mapping[str, Role] | None = None,

@@ -367,11 +367,11 @@ def quote_identifier(name: str) -> str:
 
 
 def quote_literal(value: Any) -> str:
-    """A domain value as a SQL literal: single-quoted text, or a number."""
+    """A domain value as a SQL literal: single-quoted text, TRUE or FALSE, or a number."""
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     if isinstance(value, bool | np.bool_):
-        raise ValueError(f"boolean literal {value!r} is not supported")
+        return "TRUE" if value else "FALSE"
     if isinstance(value, int | np.integer):
         return str(int(value))
     if isinstance(value, float | np.floating):

@@ -10,10 +10,12 @@ becomes an equivalence class. Each class publishes, per quasi-identifier, one ge
 covering the values of its rows.
 
 Every quasi-identifier is cut in a total order of its values: the depth-first order of its
-hierarchy when one is given (``ppdp.hierarchy``), else the order of its domain, which is
-numeric for numbers and alphabetical for strings. A class is generalized to the lowest
-hierarchy node over its range (that node covers every value between the ends), to the range
-``[lo, hi]`` of a number, or to the set ``{a, b}`` of the strings it holds.
+hierarchy when one is given (``ppdp.hierarchy``), else the order of its domain (its codes),
+which is numeric for numbers, False before True for booleans, the declared order for ordered
+text (an ordered categorical) and alphabetical for other text. A class is generalized to the
+lowest hierarchy node over its range (that node covers every value between the ends), to the
+range ``[lo, hi]`` of a number, of ordered text or of ISO dates (chronological as text), or to
+the set ``{a, b}`` of the other values it holds (text, booleans).
 
 The recursion runs level by level over all open partitions at once: their rows stay contiguous
 in one permutation, ranges are ``reduceat`` reductions, the medians come from one sort of
@@ -401,7 +403,8 @@ def _generalize_hierarchy(bound: BoundHierarchy, low: np.ndarray, high: np.ndarr
 
 def _generalize_range(column: Column, low: np.ndarray, high: np.ndarray
                       ) -> tuple[np.ndarray, list[str], list[np.ndarray]]:
-    """Each class's range ``[lo, hi]`` of a numeric column (codes follow the values)."""
+    """Each class's range ``[lo, hi]`` of a numeric, ordered or date column (codes follow the
+    column's order, so a range of codes is a range of values)."""
     keys, node_of_class = np.unique(low * column.size + high, return_inverse=True)
     labels, covers = [], []
     for key in keys.tolist():
@@ -523,7 +526,8 @@ class Mondrian(Mechanism):
 
     def ranks(self, table: Table) -> list[np.ndarray]:
         """Each quasi-identifier's rank per row: hierarchy depth-first order when one is
-        given, else the domain order (numeric for numbers, alphabetical for strings)."""
+        given, else the domain order (numeric for numbers, the declared order for ordered
+        text, alphabetical for other text)."""
         return self._ranks(table, self._bind(table))
 
     @staticmethod
@@ -604,7 +608,7 @@ class Mondrian(Mechanism):
             levels: list[int] | None = None
             if name in bound:
                 nodes, labels, covers, levels = _generalize_hierarchy(bound[name], low, high)
-            elif column.kind in ("int", "float"):
+            elif column.kind in ("int", "float") or column.ordered or column.iso_dates:
                 nodes, labels, covers = _generalize_range(column, low, high)
             else:
                 nodes, labels, covers = _generalize_set(column, partition.classes,
