@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import ppdp
 from ppdp.cli import app
 from ppdp.mechanisms import Mechanism
 from ppdp.mechanisms.alphabeta import public_row_count
@@ -80,6 +81,22 @@ def test_publish_and_count_round_trip(data_csv: Path, tmp_path: Path, mechanism:
     ok("publish", data_csv, "-m", mechanism, "-s", "disease", *params, OBSERVED, "--seed", "1",
        "-o", again)
     assert json.loads(ok("count", again, "sex = 'F' AND disease = 'flu'", "--json")) == answer
+
+
+def test_count_with_the_papers_splu_estimator(tmp_path: Path) -> None:
+    out = tmp_path / "release"
+    ok("publish", "adult", "-m", "splu", "-s", "occupation", "-p", "gamma=5", "--seed", "2",
+       "-o", out)
+    query = "sex = 'Female' AND occupation = 'Sales'"
+    release = ppdp.load_release(out)
+    layout = json.loads(ok("count", out, query, "--json"))
+    assert layout["estimate"] == pytest.approx(release.count(query).value)
+    paper = json.loads(ok("count", out, query, "--json", "--estimator", "paper"))
+    release.estimator = "paper"
+    assert paper["estimate"] == pytest.approx(release.count(query).value)
+    assert paper["estimate"] != pytest.approx(layout["estimate"])
+    fails("count", out, query, "--estimator", "exact", match="--estimator must be one of")
+    fails("count", "adult", query, "--estimator", "paper", match="applies to SPLU-Gen")
 
 
 def test_count_group_by_json(data_csv: Path) -> None:

@@ -368,6 +368,9 @@ def count(
     sep: Annotated[str | None, typer.Option(
         "--sep", help="CSV field separator (default: detected)")] = None,
     non_numeric: NonNumeric = "error",
+    estimator: Annotated[str | None, typer.Option(
+        "--estimator", help="on a SPLU-Gen release: 'layout' (default, the value-level model) "
+                            "or 'paper' (Section 5's two-state reconstruction)")] = None,
 ) -> None:
     """Answer a count query: estimated from a release, or exact (or noisy) on data.
 
@@ -390,8 +393,22 @@ def count(
                              f"--mechanism, -p and --seed do not apply")
         from ppdp.release import load_release
 
-        answer = load_release(path).count(query)
+        release = load_release(path)
+        if estimator is not None:
+            from ppdp.mechanisms.splu import ESTIMATORS, SpluRelease
+
+            if not isinstance(release, SpluRelease):
+                raise ValueError(f"--estimator applies to SPLU-Gen releases; {source} is a "
+                                 f"{release.mechanism} release")
+            if estimator not in ESTIMATORS:
+                raise ValueError(f"--estimator must be one of {', '.join(ESTIMATORS)}, got "
+                                 f"{estimator!r}")
+            release.estimator = estimator
+        answer = release.count(query)
     else:
+        if estimator is not None:
+            raise ValueError("--estimator applies to SPLU-Gen releases; on a data file the "
+                             "count is exact")
         if mechanism is None and (param or seed is not None):
             raise ValueError("-p and --seed need --mechanism laplace; without it the count "
                              "on a data file is exact")

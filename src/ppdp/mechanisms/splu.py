@@ -40,8 +40,9 @@ from ppdp.mechanisms.base import (
     require_integer,
     require_sensitive,
 )
+from ppdp.mechanisms.decoy_transition import ValueModel, estimate_variance
 from ppdp.mechanisms.grouping import DistinctValueGroups, distinct_value_groups
-from ppdp.query import BoundQuery, Const, count_histogram, split
+from ppdp.query import AllOf, BoundQuery, Const, Predicate, count_histogram, simplify, split
 from ppdp.randomness import RandomState, make_rng
 from ppdp.reconstruct import delta_method_variance, iterative_bayesian
 from ppdp.release import RowsRelease
@@ -107,13 +108,23 @@ def draw_within_groups(values: np.ndarray, groups: DistinctValueGroups,
     return drawn
 
 
+ESTIMATORS = ("layout", "paper")
+"""SPLU-Gen's estimators: the value-level model (default) and Section 5's two-state model."""
+
+
 class SpluRelease(RowsRelease):
     """A SPLU-Gen release: the randomized rows and gamma.
 
-    ``tolerance`` and ``max_iterations`` (attributes) control the reconstruction (Eq. 13-14).
+    ``estimator`` (attribute) chooses how conditions mixing sensitive and other columns are
+    answered: ``"layout"`` (default) inverts the transition per sensitive value that the decoy
+    layout gives at the published frequencies (``decoy_transition``), unbiased when conditions
+    correlate with the sensitive value; ``"paper"`` is Section 5's iterative Bayesian
+    reconstruction over two states per attribute (Eq. 13-14), whose ``tolerance`` and
+    ``max_iterations`` (attributes) control it.
     """
 
     mechanism = "splu"
+    estimator = "layout"
     tolerance = 1e-6
     max_iterations = 10_000
 
@@ -121,9 +132,76 @@ class SpluRelease(RowsRelease):
                  codes: Mapping[str, np.ndarray]) -> None:
         super().__init__(schema, parameters, n_rows, codes)
         self.gamma = require_integer("gamma", int(self.parameters["gamma"]), 2)
+        self._models: dict[tuple[str, ...], ValueModel] = {}
 
     def _estimate(self, queries: Sequence[BoundQuery]
                   ) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        if self.estimator not in ESTIMATORS:
+            raise ValueError(f"unknown SPLU-Gen estimator {self.estimator!r}; choose one of "
+                             f"{', '.join(ESTIMATORS)}")
+        if self.estimator == "paper":
+            return self._estimate_two_state(queries)
+        return [self._estimate_by_value(query) for query in queries]
+
+    def value_model(self, columns: Sequence[str]) -> ValueModel:
+        """The value-level transition of these sensitive columns (computed once, then kept)."""
+        key = tuple(columns)
+        if key not in self._models:
+            marginals = [self._cube.histogram([c]) for c in key]
+            self._models[key] = ValueModel.from_published(marginals, self.gamma)
+        return self._models[key]
+
+    def _estimate_by_value(self, query: BoundQuery) -> tuple[np.ndarray, np.ndarray]:
+        """One query by the value-level model: every term of ``split`` unmixed, summed."""
+        sizes = self.schema.sizes()
+        shape = tuple(sizes[c] for c in query.group_by)
+        mentioned = [c for c in self.schema.sensitive if c in query.columns]
+        if not mentioned:
+            # Non-sensitive columns are published unchanged: the count is exact.
+            counts = count_histogram(self._cube, query.predicate, query.group_by)
+            return np.asarray(counts, dtype=np.float64), np.zeros(shape)
+        plain_groups = [c for c in query.group_by if c not in mentioned]
+        value_groups = [c for c in query.group_by if c in mentioned]
+        terms = split(query.predicate, mentioned, sizes)
+        if not terms:
+            return np.zeros(shape), np.zeros(shape)
+        order = [(plain_groups + value_groups).index(c) for c in query.group_by]
+        if len(mentioned) == 1 and not plain_groups and all(
+                isinstance(rest, Const) for rest, _ in terms):
+            # Values alone: their published counts (Theorem 2), whose variance is at most the
+            # binomial f (1 - 1/gamma) of their union (Section 4).
+            chosen = np.logical_or.reduce([combos for _, combos in terms])
+            counts = np.where(chosen, self._cube.histogram(mentioned), 0.0)
+            if not value_groups:
+                counts = np.asarray(counts.sum())
+            return counts, np.sqrt(np.maximum(counts, 0.0) * (1 - 1 / self.gamma))
+        model = self.value_model(mentioned)
+        domain_shape = tuple(sizes[c] for c in mentioned)
+        weights = [_term_weights(combos, mentioned, value_groups, domain_shape)
+                   for _, combos in terms]
+
+        def unmixed(predicate: Predicate) -> np.ndarray:
+            counts = count_histogram(self._cube, predicate, plain_groups + mentioned)
+            return model.unmix(np.asarray(counts, dtype=np.float64).reshape(-1, *domain_shape))
+
+        estimates = [unmixed(rest) for rest, _ in terms]
+        values = sum(x.reshape(len(x), -1) @ a.reshape(len(a), -1).T
+                     for x, a in zip(estimates, weights, strict=True))
+        group_shape = tuple(sizes[c] for c in plain_groups + value_groups)
+        values = np.transpose(np.asarray(values).reshape(group_shape), order)
+        if not model.identifiable or len(terms) > MAX_COVARIED_TERMS:
+            return values, np.full(shape, np.nan)
+        overlaps = {(t, t): np.maximum(x, 0.0) for t, x in enumerate(estimates)}
+        for t in range(len(terms)):
+            for u in range(t + 1, len(terms)):
+                both = simplify(AllOf((terms[t][0], terms[u][0])))
+                overlaps[(t, u)] = np.maximum(unmixed(both), 0.0)
+        everything = np.maximum(model.unmix(self._cube.histogram(mentioned)), 0.0)
+        variance = estimate_variance(model, weights, overlaps, everything)
+        return values, np.sqrt(np.transpose(variance.reshape(group_shape), order))
+
+    def _estimate_two_state(self, queries: Sequence[BoundQuery]
+                            ) -> list[tuple[np.ndarray, np.ndarray | None]]:
         sizes = self.schema.sizes()
         sensitive = self.schema.sensitive
         problems: dict[int, _Problems] = {}
@@ -186,6 +264,26 @@ class SpluRelease(RowsRelease):
             assert stderr is not None
             flat_stderr = stderr.reshape(-1)
             flat_stderr[:] = np.where(known, np.sqrt(total_variance), np.nan)
+
+
+def _term_weights(combos: np.ndarray, mentioned: Sequence[str], value_groups: Sequence[str],
+                  domain_shape: tuple[int, ...]) -> np.ndarray:
+    """a_t of one term: per output cell (the GROUP BY keys on sensitive columns), the weight of
+    every combination of sensitive values; shape (O, *D)."""
+    weights = np.broadcast_to(combos, domain_shape).astype(np.float64)
+    weights = weights.reshape((1,) * len(value_groups) + domain_shape)
+    for i, column in enumerate(value_groups):
+        j = mentioned.index(column)
+        view = [1] * (len(value_groups) + len(domain_shape))
+        view[i] = view[len(value_groups) + j] = domain_shape[j]
+        eye = np.eye(domain_shape[j]).reshape([domain_shape[j] if k in (i, len(value_groups) + j)
+                                               else 1 for k in range(len(view))])
+        weights = weights * eye
+    return weights.reshape(-1, *domain_shape)
+
+
+MAX_COVARIED_TERMS = 16
+"""Most terms (distinct conditions on the other columns) whose covariances are computed."""
 
 
 @dataclass
