@@ -404,6 +404,35 @@ def test_too_frequent_sensitive_value_is_infeasible() -> None:
                          rng=np.random.default_rng(0))
 
 
+def test_a_stranded_top_value_row_is_repaired_for_every_seed() -> None:
+    """Nine rows, three of each disease, beta = 1/3: the only safe partitions are three groups
+    of one row of each disease, and Step 2 may close two groups whose complement exceeds
+    alpha = 1/2 (Algorithm 2 then stops: before the repair seeds 9 and 10 failed). Trading
+    rows of equal disease between groups, or trying fresh picks, finds a safe partition for
+    every seed."""
+    quasi = [np.array([1, 2, 1, 2, 1, 1, 0, 0, 1]), np.array([0, 1, 0, 1, 0, 2, 1, 3, 0]),
+             np.array([2, 0, 2, 1, 0, 1, 2, 1, 2])]
+    sensitive = np.array([1, 2, 1, 0, 2, 0, 1, 0, 2])
+    for seed in range(12):
+        groups = ambiguity_groups(quasi, [4, 5, 4], sensitive, 3, alpha=0.5, beta=1 / 3,
+                                  rng=np.random.default_rng(seed))
+        assert groups.n_groups == 3
+        check_groups(groups, quasi, sensitive, 0.5, 1 / 3)
+
+
+def test_alpha_infeasible_from_the_counts_for_every_seed() -> None:
+    """Quasi-identifiers taking 2 and 3 values: a group of s rows has presence at least
+    s / (min(s, 2) min(s, 3)), which is 1/2 at best (s = 3); with alpha = 0.4 no group
+    qualifies, whatever the seed."""
+    quasi = [np.arange(60) % 2, np.arange(60) % 3]
+    sensitive = np.arange(60) % 6
+    for seed in range(12):
+        with pytest.raises(InfeasibleError, match=r"presence <= alpha=0\.4.*at least 0\.5; "
+                                                  r"raise alpha to at least 0\.5"):
+            ambiguity_groups(quasi, [2, 3], sensitive, 6, alpha=0.4, beta=1 / 3,
+                             rng=np.random.default_rng(seed))
+
+
 # -- Release level on real data -----------------------------------------------------------------
 
 ADULT_ALPHA, ADULT_BETA = 0.1, 1 / 7
@@ -511,6 +540,54 @@ def test_adult_group_ids_depend_on_the_seed(adult: Table,
     other_pairs = {(int(g), int(v)) for g, v in zip(*other.st[:2], strict=True)}
     assert pairs != other_pairs
     check_release(other, adult, ADULT_ALPHA, ADULT_BETA)
+
+
+@pytest.fixture(scope="module")
+def adult_education() -> Table:
+    return ppdp.datasets.adult(sensitive="education")
+
+
+def test_adult_education_at_the_edge_publishes_for_every_seed(adult_education: Table) -> None:
+    """Adult with sensitive education: HS-grad is in 9,840 of 30,162 rows, so every group of
+    beta = 1/2 holds it and the groups that grow past 2 rows to reach alpha = 0.06 use up the
+    rows it needs as partners. Algorithm 2 then leaves HS-grad rows that fit no group; before
+    the repair that happened for 7 of seeds 0-11 (published: 0, 1, 3, 4, 7, 9). Now every seed
+    publishes, meeting both bounds."""
+    for seed in range(12):
+        release = Ambiguity(alpha=0.06, beta=0.5).publish(adult_education, random_state=seed)
+        check_release(release, adult_education, 0.06, 0.5)
+        assert release.n_groups >= 9840
+
+
+def test_adult_education_alpha_infeasible_from_the_counts_for_every_seed() -> None:
+    """With quasi-identifiers sex (2 values), race (5) and workclass (7), a group of 3 rows
+    has presence at least 3/(2*3*3) = 1/6 > alpha = 0.15, so groups need 4 rows; HS-grad's
+    9,840 rows need 9,840 groups, 39,360 rows > 30,162: infeasible for every seed, with
+    advice in the right direction (a larger alpha allows smaller groups)."""
+    table = ppdp.datasets.adult(sensitive="education",
+                                quasi_identifiers=["sex", "race", "workclass"])
+    for seed in range(12):
+        with pytest.raises(InfeasibleError) as caught:
+            Ambiguity(alpha=0.15, beta=1 / 3).publish(table, random_state=seed)
+        message = str(caught.value)
+        assert "alpha=0.15 is infeasible" in message
+        assert "needs at least 4 rows" in message
+        assert "raise alpha (allows smaller groups)" in message
+
+
+def test_residue_advice_names_the_right_direction_for_beta() -> None:
+    """Association is c/|G| <= beta, so a larger beta allows smaller groups (and more of
+    them). Adult with sensitive marital-status (Married-civ-spouse in 46.6 % of the rows) at
+    alpha = 0.05, beta = 1/2 leaves married rows that no group can take: the advice says to
+    raise beta because it allows smaller groups, never that beta means larger groups."""
+    table = ppdp.datasets.adult(sensitive="marital-status")
+    with pytest.raises(InfeasibleError) as caught:
+        Ambiguity(alpha=0.05, beta=0.5).publish(table, random_state=0)
+    message = str(caught.value)
+    assert "'Married-civ-spouse' fits no group" in message
+    assert "raise beta (allows smaller groups" in message
+    assert "larger groups" not in message
+    assert "raise alpha" in message
 
 
 def test_fars_beta_too_small_is_infeasible(fars: Table) -> None:

@@ -32,6 +32,14 @@ sensitive value once, has at least ``ceil(1/beta)`` rows and is closed only at p
 alpha; residues are placed under the same checks as in the paper. A pick costs
 O(candidates * k) array work, and each group a bitmap row of the quasi-identifier values;
 a batch whose groups fail to reach alpha adds one pass over the bucket queues.
+
+Feasibility should depend on the table, not on the random state. Algorithm 2 fails when a
+residue row fits no group; near the edge (the most frequent value in every group, and groups
+grown past ``ceil(1/beta)`` rows to reach alpha having used up the rows it needs as partners)
+whether that happens turns on the random picks. So: the conditions that the counts alone
+decide are checked first (``check_feasible``); a residue row that fits no group founds a new
+group with rows that other groups can spare or trade (``_Repair``); and small tables, whose
+outcome rests on few random choices, get a few more attempts with fresh picks.
 """
 
 from __future__ import annotations
@@ -52,6 +60,16 @@ MAX_LANES = 4096
 
 _BITMAP_BYTES = 1 << 26
 _RESIDUE_ROUNDS = 8
+_CHECK_CELLS = 1 << 22
+"""(rows x groups x attributes) cells checked at once when a row tries every group."""
+_REPAIR_WINDOW = 1024
+"""Candidate rows examined per move of the repair."""
+_CHECK_BLOCK = 32
+"""Best-scoring candidates checked at once for whether their groups can spare them."""
+_RETRY_ROWS = 1 << 14
+_MAX_RETRIES = 15
+"""Further attempts after a failed construction: ``min(15, 16,384 // N)``, so 15 up to 1,092
+rows, 2 at 8,192 and none above 16,384 (Adult's 30,162 rows get one attempt)."""
 
 
 def association_group_size(beta: float) -> int:
@@ -87,15 +105,29 @@ def ambiguity_groups(quasi: Sequence[np.ndarray], quasi_sizes: Sequence[int],
     """Partition the rows into safe QI-groups (Algorithm 2 with bounded-candidate picks).
 
     ``quasi``: the code arrays of the quasi-identifiers; ``sensitive``: the sensitive codes.
-    Raises InfeasibleError when no such partition exists by Algorithm 2's rule (too few
-    distinct sensitive values, or one value too frequent) or when residue rows fit no group.
+    Raises InfeasibleError when the counts rule every partition out (too few distinct
+    sensitive values, one value too frequent for beta, or for the group size alpha needs), or
+    when residue rows fit no group and no new group can be made for them.
     """
-    builder = _Builder(quasi, quasi_sizes, sensitive, sensitive_size, alpha,
-                       association_group_size(beta), rng, candidates, max_lanes)
-    builder.check_feasible(beta, sensitive_name, domain)
-    builder.build_safe_groups()
-    residue = builder.place_residue(sensitive_name, domain)
-    return AmbiguityGroups(builder.group_of_rows, builder.n_groups, residue)
+    size = association_group_size(beta)
+    # Small tables get a few more attempts with fresh random picks when the repair fails:
+    # their outcome rests on few random choices and an attempt is cheap; large ones average
+    # over many and the repair decides them (see ``_MAX_RETRIES``).
+    attempts = 1 + min(_MAX_RETRIES, _RETRY_ROWS // max(len(sensitive), 1))
+    for attempt in range(attempts):
+        builder = _Builder(quasi, quasi_sizes, sensitive, sensitive_size, alpha, size, rng,
+                           candidates, max_lanes)
+        if attempt == 0:
+            builder.check_feasible(beta, sensitive_name, domain)
+        builder.build_safe_groups()
+        try:
+            residue = builder.place_residue(sensitive_name, domain)
+        except InfeasibleError:
+            if attempt == attempts - 1:
+                raise
+            continue
+        return AmbiguityGroups(builder.group_of_rows, builder.n_groups, residue)
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 class _Builder:
@@ -121,6 +153,7 @@ class _Builder:
         order = rng.permutation(self.n_rows)
         self.pool = order[np.argsort(self.sensitive[order], kind="stable")]
         counts = np.bincount(self.sensitive, minlength=sensitive_size)
+        self.counts = counts.astype(np.int64)
         self.bucket_start = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         self.remaining = counts.astype(np.int64)
         self.taken = np.zeros(sensitive_size, dtype=np.int64)
@@ -131,8 +164,11 @@ class _Builder:
     # -- Step 0: can Algorithm 2 succeed at all? -------------------------------------------
 
     def check_feasible(self, beta: float, name: str, domain: Sequence[object] | None) -> None:
-        """Algorithm 2's necessary conditions: ``ceil(1/beta)`` distinct values, and room for
-        the most frequent value in distinct groups (``f_max * ceil(1/beta) <= N``)."""
+        """Necessary conditions from the counts, so that these failures do not depend on the
+        random state: ``ceil(1/beta)`` distinct values; room for the most frequent value in
+        distinct groups (``f_max * ceil(1/beta) <= N``); and room for it in groups large
+        enough for alpha (``f_max * s_alpha <= N``, where ``s_alpha`` is the fewest rows
+        whose presence can reach alpha given the values present, Theorem 5.1)."""
         if self.n_rows == 0:
             raise InfeasibleError("the table has no rows")
         present = int(np.count_nonzero(self.remaining))
@@ -153,6 +189,30 @@ class _Builder:
                 f"{self.size} rows holds it at most once (at most {self.n_rows // self.size} "
                 f"groups); {advice}. No grouping at all meets beta below "
                 f"{frequency / self.n_rows:.4g}, that value's share")
+        # Presence needs prod_i m_i >= |G| / alpha, and m_i <= min(|G|, d_i) with d_i the
+        # values of attribute i present: a lower bound on the size of every group.
+        present_values = np.array([np.count_nonzero(np.bincount(self.values[:, i]))
+                                   for i in range(self.n_attributes)], dtype=np.float64)
+        sizes = np.arange(self.size, present + 1)
+        reach = presence_probability(sizes, np.minimum(sizes[:, None], present_values[None, :]))
+        if not (reach <= self.alpha).any():
+            best = float(reach.min())
+            raise InfeasibleError(
+                f"no group of distinct values of {name!r} can reach presence <= "
+                f"alpha={self.alpha:g}: a group holds at most {present} rows (one per value), "
+                f"and even with every quasi-identifier value different its presence is at "
+                f"least {best:.4g}; raise alpha to at least {best:.4g} or add "
+                f"quasi-identifiers")
+        smallest = int(sizes[np.argmax(reach <= self.alpha)])
+        if frequency * smallest > self.n_rows:
+            shown = domain[top] if domain is not None else top
+            raise InfeasibleError(
+                f"alpha={self.alpha:g} is infeasible for {name!r}: a group needs at least "
+                f"{smallest} rows to reach presence <= alpha with these quasi-identifiers, "
+                f"and {shown!r} occurs {frequency} times, at most once per group, so "
+                f"{frequency} groups of {smallest} rows would need more than the "
+                f"{self.n_rows} rows there are; raise alpha (allows smaller groups) or add "
+                f"quasi-identifiers")
 
     # -- Step 2: safe groups, a batch of lanes at a time -----------------------------------
 
@@ -314,11 +374,16 @@ class _Builder:
 
     def place_residue(self, name: str, domain: Sequence[object] | None) -> int:
         """Step 3: every row not in a safe group joins a group that lacks its sensitive value
-        and stays within alpha with it.
+        and stays within alpha with it; rows that fit no group found new groups (repair).
 
         Rows are placed in rounds, each row trying ``candidates`` random groups (at most one
-        row joins a group per round); a row that finds none after a few rounds is checked
-        against every group, as in the paper. A row that fits no group at all is an error.
+        row joins a group per round); rows that find none are checked against every group
+        that lacks their value, as in the paper. Algorithm 2 stops there and fails when a row
+        fits no group, which happens near the edge of feasibility (the most frequent value in
+        every group, with fewer groups than its rows, after groups grew past
+        ``ceil(1/beta)`` rows to reach alpha) and, depending on the random picks, for some
+        seeds only. Such rows are repaired instead (``_Repair``): each founds a new group
+        with rows that other groups can spare or trade.
         """
         left = [self.pool[self.bucket_start[b] + self.taken[b]:
                           self.bucket_start[b] + self.taken[b] + self.remaining[b]]
@@ -328,47 +393,347 @@ class _Builder:
         if not len(residue):
             return 0
         if self.n_groups == 0:
+            # Every group of Step 2 ran out of sensitive values before reaching alpha; beta
+            # plays no part (groups grow past ceil(1/beta) rows as far as alpha needs).
             raise InfeasibleError(
-                f"no group of {self.size} rows reaches presence <= alpha={self.alpha:g}; "
-                f"raise alpha or beta, or add quasi-identifiers")
+                f"no group of {self.size} or more rows with distinct values of {name!r} "
+                f"reaches presence <= alpha={self.alpha:g}; raise alpha, or add "
+                f"quasi-identifiers")
         index = _GroupIndex(self.group_of_rows, self.n_groups, self.values, self.sensitive,
-                            np.repeat(np.arange(self.n_attributes), self.quasi_sizes),
-                            self.sensitive_size)
-        pending = residue
+                            self.attribute_of_value, self.sensitive_size)
+        pending = residue[self.rng.permutation(len(residue))]
+        # A value held by every group (groups hold a value at most once, so its grouped rows
+        # count the groups holding it) leaves its rows no group to join: straight to repair.
+        held = np.bincount(self.sensitive[self.group_of_rows >= 0],
+                           minlength=self.sensitive_size)
+        everywhere = held[self.sensitive[pending]] >= self.n_groups
+        stuck = [pending[everywhere]]
+        pending = pending[~everywhere]
         for _ in range(_RESIDUE_ROUNDS):
             if not len(pending):
                 break
             groups = self.rng.integers(0, self.n_groups, size=(len(pending), self.candidates))
-            fits, new = index.fits(groups, pending, self.values, self.sensitive, self.alpha)
-            has = fits.any(axis=1)
-            first = np.argmax(fits, axis=1)
-            rows, target = pending[has], groups[has, first[has]]
-            gains = new[has, first[has]]
-            # One row per group per round: a group's presence changes once a row joins it.
-            _, keep = np.unique(target, return_index=True)
-            index.add(target[keep], self.values[rows[keep]], self.sensitive[rows[keep]],
-                      gains[keep])
-            self.group_of_rows[rows[keep]] = target[keep]
-            placed = np.zeros(len(pending), dtype=bool)
-            placed[np.flatnonzero(has)[keep]] = True
-            pending = pending[~placed]
-        every_group = np.arange(self.n_groups)[None, :]
-        for row in pending:
-            fits, new = index.fits(every_group, np.asarray([row]), self.values, self.sensitive,
-                                   self.alpha)
-            if not fits.any():
-                value = int(self.sensitive[row])
-                shown = domain[value] if domain is not None else value
-                raise InfeasibleError(
-                    f"{len(residue)} rows are left after the safe groups are built, and a "
-                    f"row with {name}={shown!r} fits no group: each group either holds that "
-                    f"value already or would exceed presence alpha={self.alpha:g}; raise "
-                    f"beta (larger groups) or alpha")
-            target = int(np.argmax(fits[0]))
-            index.add(np.asarray([target]), self.values[[row]], self.sensitive[[row]],
-                      new[0, target][None, :])
-            self.group_of_rows[row] = target
+            pending = self._join(index, pending, groups)
+        # Then every group that lacks the row's value, value by value (rows of one value
+        # compete for the same groups), in chunks of rows that keep the (rows x groups x
+        # attributes) arrays bounded. A row that fits no group at all is repaired below.
+        for value in np.unique(self.sensitive[pending]):
+            rows = pending[self.sensitive[pending] == value]
+            while len(rows):
+                members = self.pool[self.bucket_start[value]:
+                                    self.bucket_start[value] + self.counts[value]]
+                lacking = np.ones(self.n_groups, dtype=bool)
+                lacking[self.group_of_rows[members][self.group_of_rows[members] >= 0]] = False
+                groups = np.flatnonzero(lacking)
+                if not len(groups):
+                    stuck.append(rows)
+                    break
+                chunk = max(1, _CHECK_CELLS // (len(groups) * max(self.n_attributes, 1)))
+                batch = rows[:chunk]
+                every = np.broadcast_to(groups, (len(batch), len(groups)))
+                fits, new = index.fits(every, batch, self.values, self.sensitive, self.alpha)
+                has = fits.any(axis=1)
+                stuck.append(batch[~has])
+                left_over = self._place(index, batch[has], every[has], fits[has], new[has],
+                                        spread=True)
+                rows = np.concatenate([left_over, rows[chunk:]])
+        stuck_rows = np.concatenate(stuck) if stuck else np.zeros(0, dtype=np.int64)
+        if len(stuck_rows):
+            _Repair(self).run(stuck_rows, len(residue), name, domain)
         return len(residue)
+
+    @property
+    def attribute_of_value(self) -> np.ndarray:
+        """The quasi-identifier of each global value id."""
+        return np.repeat(np.arange(self.n_attributes), self.quasi_sizes)
+
+    def _join(self, index: _GroupIndex, rows: np.ndarray, groups: np.ndarray) -> np.ndarray:
+        """Each row joins the first of its candidate groups (axis 1) that it fits, at most one
+        row per group (a group's presence changes once a row joins it); returns the rows that
+        joined none."""
+        if not len(rows):
+            return rows
+        fits, new = index.fits(groups, rows, self.values, self.sensitive, self.alpha)
+        return self._place(index, rows, groups, fits, new)
+
+    def _place(self, index: _GroupIndex, rows: np.ndarray, groups: np.ndarray,
+               fits: np.ndarray, new: np.ndarray, *, spread: bool = False) -> np.ndarray:
+        """``_join`` given the fits (a random fitting group with ``spread``, so that rows
+        offered the same groups pick different ones)."""
+        if not len(rows):
+            return rows
+        has = fits.any(axis=1)
+        first = np.argmax(np.where(fits, self.rng.random(fits.shape), -1.0) if spread else fits,
+                          axis=1)
+        joining, target = rows[has], groups[has, first[has]]
+        gains = new[has, first[has]]
+        _, keep = np.unique(target, return_index=True)
+        index.add(target[keep], self.values[joining[keep]], self.sensitive[joining[keep]],
+                  gains[keep])
+        self.group_of_rows[joining[keep]] = target[keep]
+        placed = np.zeros(len(rows), dtype=bool)
+        placed[np.flatnonzero(has)[keep]] = True
+        return rows[~placed]
+
+
+class _Repair:
+    """New groups for the residue rows that fit no group (the repair after Step 3).
+
+    A stuck row r founds a group N, which grows by two moves until it holds
+    ``ceil(1/beta)`` rows and meets alpha:
+
+    * **take** the row that adds the most new quasi-identifier values (Algorithm 4's rule)
+      among the rows that may move: other stuck rows, and rows of Step 2 groups that can spare
+      them (groups of more than ``ceil(1/beta)`` rows that still meet alpha without the row,
+      Theorem 5.1 on G - {t});
+    * **swap**, when no row adds a new value: a member m of N trades places with a row t of the
+      same sensitive value in a Step 2 group G, when G - {t} + {m} still meets alpha and
+      N - {m} + {t} covers more quasi-identifier combinations (each swap raises prod_i m_i of
+      N, so swapping ends). Same-value swaps leave every group's sensitive values as they were.
+
+    N takes each sensitive value once, so N and every group that gave or swapped a row stay
+    safe (Theorems 7.1-7.2). Stuck rows then join the new groups by Step 3's rule where they
+    fit. Candidates are sampled, at most ``_REPAIR_WINDOW`` per move; a row that a group can
+    no longer spare is not offered again (groups only shrink or swap here).
+    """
+
+    def __init__(self, builder: _Builder) -> None:
+        self.b = builder
+        b = builder
+        self.n_original = b.n_groups
+        grouped = np.flatnonzero(b.group_of_rows >= 0)
+        # Step 2 groups as segments of one array of rows: group g holds
+        # order[start[g] : start[g] + count[g]]; a row leaves by trading places with the last.
+        self.order = grouped[np.argsort(b.group_of_rows[grouped], kind="stable")]
+        self.count = np.bincount(b.group_of_rows[grouped], minlength=b.n_groups).astype(np.int64)
+        self.start = np.cumsum(self.count) - self.count
+        self.position = np.full(b.n_rows, -1, dtype=np.int64)
+        self.position[self.order] = np.arange(len(self.order))
+        self.free = np.zeros(b.n_rows, dtype=bool)
+        chunk = max(1, _CHECK_CELLS // max(int(self.count.max(initial=1)) * b.n_attributes, 1))
+        spare = [grouped[i:i + chunk][self._spare(grouped[i:i + chunk])]
+                 for i in range(0, len(grouped), chunk)]
+        self.pool = np.concatenate(spare) if spare else grouped
+
+    def _members(self, groups: np.ndarray) -> np.ndarray:
+        """The rows of Step 2 groups, one group per line, -1 beyond a group's size."""
+        width = int(self.count[groups].max(initial=1))
+        slots = np.arange(width)[None, :]
+        index = np.minimum(self.start[groups][:, None] + slots, len(self.order) - 1)
+        return np.where(slots < self.count[groups][:, None], self.order[index], -1)
+
+    def _distinct(self, members: np.ndarray) -> np.ndarray:
+        """Distinct values of each quasi-identifier among each line's rows (-1: no row)."""
+        values = np.where(members[:, :, None] >= 0, self.b.values[np.maximum(members, 0)], -1)
+        values = np.sort(values, axis=1)
+        changes = (values[:, 1:] != values[:, :-1]) & (values[:, 1:] >= 0)
+        return changes.sum(axis=1) + (values[:, 0] >= 0)
+
+    def _original(self, rows: np.ndarray) -> np.ndarray:
+        groups = self.b.group_of_rows[rows]
+        return (groups >= 0) & (groups < self.n_original)
+
+    def _spare(self, rows: np.ndarray) -> np.ndarray:
+        """Whether each row's Step 2 group can give it up and stay safe."""
+        b = self.b
+        result = np.zeros(len(rows), dtype=bool)
+        inside = np.flatnonzero(self._original(rows))
+        rows = rows[inside]
+        groups = b.group_of_rows[rows]
+        members = self._members(groups)
+        members[members == rows[:, None]] = -1
+        after = presence_probability(self.count[groups] - 1, self._distinct(members))
+        result[inside] = (self.count[groups] > b.size) & (after <= b.alpha)
+        return result
+
+    def _give(self, row: int) -> None:
+        """Take a row out of its Step 2 group (the group's last row fills its place)."""
+        group = int(self.b.group_of_rows[row])
+        last = self.start[group] + self.count[group] - 1
+        here = self.position[row]
+        self.order[here] = self.order[last]
+        self.position[self.order[here]] = here
+        self.position[row] = -1
+        self.count[group] -= 1
+
+    def run(self, stuck: np.ndarray, residue: int, name: str,
+            domain: Sequence[object] | None) -> None:
+        """Found new groups for the stuck rows; InfeasibleError when one cannot reach alpha."""
+        b = self.b
+        self.free[stuck] = True
+        self.pool = np.concatenate([stuck, self.pool])
+        # Each stuck row of a value v needs a new group of its own (a group holds v once) with
+        # at least ceil(1/beta) - 1 rows of other values, all from the movable rows (swaps
+        # only trade rows of one value): when there are too few, fail now rather than after
+        # building most of the groups.
+        stuck_of = np.bincount(b.sensitive[stuck], minlength=b.sensitive_size)
+        movable_of = np.bincount(b.sensitive[self.pool], minlength=b.sensitive_size)
+        short = stuck_of * (b.size - 1) > len(self.pool) - movable_of
+        if short.any():
+            value = int(np.argmax(np.where(short, stuck_of, -1)))
+            raise self._error(residue, name, domain, value, (
+                f"; its {stuck_of[value]} such rows need new groups of {b.size} or more rows, "
+                f"but only {len(self.pool) - movable_of[value]} rows of other values can move"))
+        alive = np.ones(len(self.pool), dtype=bool)
+        new_groups: list[_NewGroup] = []
+        # How many new groups hold each value: a row whose value all of them hold (the usual
+        # case: the stuck rows share the most frequent value) need not try them one by one.
+        holding = np.zeros(b.sensitive_size, dtype=np.int64)
+        for row in stuck[b.rng.permutation(len(stuck))]:
+            if not self.free[row]:
+                continue  # taken by an earlier new group
+            value = int(b.sensitive[row])
+            if holding[value] < len(new_groups) and any(group.join(row)
+                                                        for group in new_groups):
+                self.free[row] = False
+                holding[value] += 1
+                continue
+            group = _NewGroup(b, b.n_groups)
+            self._take(group, int(row))
+            while group.size < b.size or group.presence() > b.alpha:
+                candidates = np.flatnonzero(alive & ~group.holds[b.sensitive[self.pool]])
+                if len(candidates) > _REPAIR_WINDOW:
+                    candidates = b.rng.choice(candidates, _REPAIR_WINDOW, replace=False)
+                best = self._best_movable(group, candidates, alive)
+                if best is not None and (group.size < b.size or best[1] > 0):
+                    self._take(group, best[0])
+                elif not self._swap(group):
+                    raise self._error(residue, name, domain, value, "")
+            b.n_groups += 1
+            new_groups.append(group)
+            holding += group.holds
+
+    def _best_movable(self, group: _NewGroup, candidates: np.ndarray, alive: np.ndarray
+                      ) -> tuple[int, float] | None:
+        """The movable pool row with the best score for the group, and its score; rows found
+        not movable are retired. Candidates are checked best first, a block at a time, since
+        checking is the costly part and the best few are usually movable."""
+        rows = self.pool[candidates]
+        score = group.score(rows)
+        # Best first, equal scores in random order (a random permutation, then a stable sort).
+        shuffle = self.b.rng.permutation(len(rows))
+        order = shuffle[np.argsort(-score[shuffle], kind="stable")]
+        for start in range(0, len(order), _CHECK_BLOCK):
+            block = order[start:start + _CHECK_BLOCK]
+            movable = self.free[rows[block]] | self._spare(rows[block])
+            alive[candidates[block[~movable]]] = False
+            if movable.any():
+                best = int(block[np.argmax(movable)])
+                return int(rows[best]), float(score[best])
+        return None
+
+    def _take(self, group: _NewGroup, row: int) -> None:
+        if self.free[row]:
+            self.free[row] = False
+        else:
+            self._give(row)
+        group.add(row)
+
+    def _swap(self, group: _NewGroup) -> bool:
+        """Trade a member of the new group for a row of the same value in a Step 2 group, the
+        trade that raises the new group's prod_i m_i most and keeps the other within alpha;
+        False when no trade raises it."""
+        b = self.b
+        held = np.flatnonzero(group.holds)
+        share = max(1, _REPAIR_WINDOW // len(held))
+        picks = [b.pool[b.bucket_start[v] + b.rng.integers(0, b.counts[v], min(share,
+                                                                                b.counts[v]))]
+                 for v in held]
+        rows = np.unique(np.concatenate(picks))
+        rows = rows[self._original(rows)]
+        if not len(rows):
+            return False
+        mates = group.member_of[b.sensitive[rows]]
+        gain = group.trade_gain(mates, rows)
+        rows, mates, gain = rows[gain > 0], mates[gain > 0], gain[gain > 0]
+        if not len(rows):
+            return False
+        groups = b.group_of_rows[rows]
+        members = self._members(groups)
+        members = np.where(members == rows[:, None], mates[:, None], members)
+        fits = presence_probability(self.count[groups], self._distinct(members)) <= b.alpha
+        if not fits.any():
+            return False
+        best = int(np.argmax(np.where(fits, gain, -np.inf)))
+        row, mate, other = int(rows[best]), int(mates[best]), int(groups[best])
+        self.order[self.position[row]] = mate
+        self.position[mate], self.position[row] = self.position[row], -1
+        group.remove(mate)
+        b.group_of_rows[mate] = other
+        group.add(row)
+        return True
+
+    def _error(self, residue: int, name: str, domain: Sequence[object] | None, value: int,
+               detail: str) -> InfeasibleError:
+        shown = domain[value] if domain is not None else value
+        return InfeasibleError(
+            f"{residue} rows are left after the safe groups are built, and a row with "
+            f"{name}={shown!r} fits no group: each group either holds that value already or "
+            f"would exceed presence alpha={self.b.alpha:g}, and no new group reaches alpha from "
+            f"the rows that other groups can spare or trade{detail}; raise alpha, or raise "
+            f"beta (allows smaller groups, so more of them to hold each value)")
+
+
+class _NewGroup:
+    """A group founded by the repair: its rows and how often it holds each value."""
+
+    def __init__(self, builder: _Builder, group_id: int) -> None:
+        self.b = builder
+        self.id = group_id
+        self.times = np.zeros(max(builder.n_values, 1), dtype=np.int64)
+        self.holds = np.zeros(builder.sensitive_size, dtype=bool)
+        self.member_of = np.full(builder.sensitive_size, -1, dtype=np.int64)
+        self.distinct = np.zeros(builder.n_attributes, dtype=np.int64)
+        self.size = 0
+
+    def presence(self, extra: int = 0, new: np.ndarray | int = 0) -> float:
+        return float(presence_probability(np.array([self.size + extra]),
+                                          (self.distinct + new)[None, :])[0])
+
+    def score(self, rows: np.ndarray) -> np.ndarray:
+        """Algorithm 4's pick: new values weighted by ``log((m_i + 1) / m_i)``, so the best
+        row maximises ``prod_i m_i`` (minimises presence)."""
+        new = self.times[self.b.values[rows]] == 0
+        weight = np.where(self.distinct > 0, np.log1p(1.0 / np.maximum(self.distinct, 1)), 1.0)
+        return (new * weight[None, :]).sum(axis=1)
+
+    def trade_gain(self, members: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``log prod_i m_i`` gained by trading each member for the row beside it."""
+        out, into = self.b.values[members], self.b.values[rows]
+        lost = self.times[out] == 1
+        gained = (self.times[into] - (into == out)) == 0
+        after = self.distinct[None, :] - lost + gained
+        return np.log(np.maximum(after, 1)).sum(axis=1) - np.log(np.maximum(self.distinct,
+                                                                            1)).sum()
+
+    def add(self, row: int) -> None:
+        values = self.b.values[row]
+        self.distinct += self.times[values] == 0
+        self.times[values] += 1
+        value = self.b.sensitive[row]
+        self.holds[value] = True
+        self.member_of[value] = row
+        self.size += 1
+        self.b.group_of_rows[row] = self.id
+
+    def remove(self, row: int) -> None:
+        values = self.b.values[row]
+        self.times[values] -= 1
+        self.distinct -= self.times[values] == 0
+        value = self.b.sensitive[row]
+        self.holds[value] = False
+        self.member_of[value] = -1
+        self.size -= 1
+
+    def join(self, row: int) -> bool:
+        """Step 3's rule for a stuck row and this (closed) group: join if the group lacks
+        its value and stays within alpha."""
+        if self.holds[self.b.sensitive[row]]:
+            return False
+        if self.presence(1, self.times[self.b.values[row]] == 0) > self.b.alpha:
+            return False
+        self.add(row)
+        return True
 
 
 class _Lanes:
