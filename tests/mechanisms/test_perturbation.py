@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
 import numpy as np
 import pyarrow as pa
@@ -454,3 +455,45 @@ def test_guarantee_matches_the_formulas(adult):
     # Without n there is no error bound; without m there are no probabilities.
     assert UniformPerturbation(rho1=rho1, rho2=rho2).guarantee(m=m).epsilon is None
     assert UniformPerturbation(rho1=rho1, rho2=rho2).guarantee().retention is None
+
+
+def test_partition_statistics_of_uniform_perturbation_are_one_subtable(adult):
+    """Uniform Perturbation is Perturbation Partitioning with a single sub-table over the whole
+    domain (SDR Section 4.1), so its Table 2-3 statistics are those of that sub-table: 1 sub-table,
+    m = 14, gamma of Eq. 6 and retention p of Eq. 4; computed without a 'Mean of empty slice'
+    warning or NaN."""
+    mechanism = UniformPerturbation(rho1=1 / 13, rho2=1 / 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        guarantee = mechanism.guarantee(adult)
+        stats = guarantee.partition_statistics()
+        unknown_m = mechanism.guarantee().partition_statistics()
+    assert stats == {"subtables": 1, "mean_m": 14.0, "mean_gamma": guarantee.gamma,
+                     "mean_retention": guarantee.retention,
+                     "row_weighted_retention": guarantee.retention}
+    assert not any(math.isnan(v) for v in stats.values())
+    # Without a domain size there is no retention probability (Eq. 4 needs m): None, not NaN.
+    assert unknown_m == {"subtables": 1, "mean_m": None, "mean_gamma": mechanism.gamma,
+                         "mean_retention": None, "row_weighted_retention": None}
+
+
+def test_partition_statistics_of_sdr_on_adult_have_no_warning(adult):
+    """Perturbation Partitioning on Adult: the statistics average the sub-tables' m_i, gamma_i
+    and p_i (Tables 2-3) without warnings, and the row-weighted retention lies between the
+    smallest and the largest p_i."""
+    mechanism = PerturbationPartitioning(rho1=1 / 13, rho2=1 / 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        guarantee = mechanism.guarantee(adult)
+        stats = guarantee.partition_statistics()
+        without_table = mechanism.guarantee(m=14, n=adult.n_rows).partition_statistics()
+    parts = guarantee.subtables
+    assert stats["subtables"] == len(parts) >= 2
+    assert stats["mean_m"] == pytest.approx(np.mean([s.m for s in parts]))
+    assert stats["mean_gamma"] == pytest.approx(np.mean([s.gamma for s in parts]))
+    retention = [s.retention for s in parts]
+    assert stats["mean_retention"] == pytest.approx(np.mean(retention))
+    assert min(retention) <= stats["row_weighted_retention"] <= max(retention)
+    assert sum(s.rows for s in parts) == adult.n_rows
+    # Asked without the table, the partition is unknown: the whole-domain perturbation.
+    assert without_table["subtables"] == 1 and without_table["mean_m"] == 14.0

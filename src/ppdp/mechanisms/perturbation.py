@@ -324,10 +324,27 @@ class PerturbationGuarantee:
     def partitioned(self) -> bool:
         return bool(self.subtables)
 
-    def partition_statistics(self) -> dict[str, float]:
+    def partition_statistics(self) -> dict[str, float | None]:
         """The columns of the paper's Tables 2-3: number of sub-tables, average m_i, gamma_i
-        and retention p_i (over sub-tables, and weighted by rows)."""
+        and retention p_i (over sub-tables, and weighted by rows).
+
+        A guarantee without sub-tables (Uniform Perturbation, or Perturbation Partitioning
+        asked without a table) describes one perturbation over the whole domain: Uniform
+        Perturbation is the partition into a single sub-table T_1 = T with m_1 = m and
+        gamma_1 = gamma (Section 4.1), so the statistics are those of that sub-table. Entries
+        that need the domain size (m and the retention p of Eq. 4) are None when m is unknown.
+        """
         parts = self.subtables
+        if not parts:
+            # Averages over an empty tuple of sub-tables would be NaN (and warn); the whole
+            # table is the one sub-table here.
+            return {
+                "subtables": 1,
+                "mean_m": None if self.m is None else float(self.m),
+                "mean_gamma": self.gamma,
+                "mean_retention": self.retention,
+                "row_weighted_retention": self.retention,
+            }
         rows = np.array([s.rows for s in parts], dtype=float)
         retention = np.array([s.retention for s in parts])
         return {
