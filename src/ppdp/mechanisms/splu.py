@@ -10,17 +10,18 @@ Estimation:
 
 - a sensitive value alone: its published count (Theorem 2, the MLE), with the binomial
   variance f(1 - 1/gamma) (Section 4);
-- conditions mixing non-sensitive attributes P with values s_1..s_w of sensitive attributes:
-  iterative Bayesian reconstruction over the 2^(w+1) states (P?, s_1?, .., s_w?) with
-  ``M = M_0 (x) M_1 (x) .. (x) M_w`` (Section 5, Eq. 13-14). Anything else (IN lists, OR,
-  NOT, GROUP BY) is rewritten as a disjoint sum of such terms.
+- conditions mixing non-sensitive attributes P with sensitive values (IN lists, OR, NOT and
+  GROUP BY rewritten as sums of terms by ``split``): by default the value-level model of
+  ``decoy_transition`` (a transition per sensitive value, unbiased when P correlates with the
+  sensitive value, with a standard error for every answer); with ``estimator = "paper"``,
+  Section 5's iterative Bayesian reconstruction over the 2^(w+1) states (P?, s_1?, .., s_w?)
+  with ``M = M_0 (x) M_1 (x) .. (x) M_w`` (Eq. 13-14).
 
-The rate at which a row whose value is not s publishes s: the paper approximates it by f_s/N
-(Section 5.1, from "f_s of the N/gamma groups contain s"). Exactly, the f_s groups holding s
-have f_s (gamma - 1) other rows out of N - f_s, each publishing s with probability 1/gamma, so
-the rate is f_s (gamma - 1) / (gamma (N - f_s)). ppdp uses the exact rate: with it the expected
-published count of s is exactly f_s, consistent with Theorem 2, and the reconstruction of a
-value alone returns its published count.
+In Section 5's model the rate at which a row whose value is not s publishes s is approximated by
+f_s/N (Section 5.1, from "f_s of the N/gamma groups contain s"). Exactly, the f_s groups holding
+s have f_s (gamma - 1) other rows out of N - f_s, each publishing s with probability 1/gamma, so
+the rate is f_s (gamma - 1) / (gamma (N - f_s)). ppdp's two-state model uses the exact rate: with
+it the expected published count of s is exactly f_s, consistent with Theorem 2.
 """
 
 from __future__ import annotations
