@@ -38,7 +38,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import binom
 
 __all__ = [
     "AnatomyGuarantee",
@@ -219,6 +218,9 @@ def splu_privacy_probability(
     bounds = np.array([_interval(eps, int(v)) for v in uniq], dtype=np.int64).reshape(-1, 2)
     n = uniq * g
     p = 1.0 / g
+    # scipy.stats takes half a second to import: only where a tail is computed.
+    from scipy.stats import binom
+
     outside = binom.cdf(bounds[:, 0] - 1, n, p) + binom.sf(bounds[:, 1], n, p)
     result = np.clip(np.asarray(outside, dtype=np.float64), 0.0, 1.0)[inverse]
     if scalar:

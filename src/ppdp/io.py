@@ -88,7 +88,7 @@ _NON_NUMERIC_CHOICES = ("error", "missing", "text")
 # number (hexadecimal, which the int64 cast takes): RE2 syntax, matched on distinct values.
 _INTEGER = r"^[+-]?[0-9]+$"
 _NUMBER = r"(?i)^[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?|inf|infinity|nan)$"
-_BOOLEANS = pa.array(["true", "false"])
+_BOOLEANS = ("true", "false")
 _SHOWN_VALUES = 5
 _MAX_REASON = 200
 
@@ -516,7 +516,8 @@ def _infer_type(name: str, column: pa.ChunkedArray, *, non_numeric: str,
     # Classify the distinct values once, then weigh them by how many cells hold each.
     counted = pc.value_counts(column)
     values, counts = counted.field("values"), counted.field("counts")
-    if pc.all(pc.is_in(pc.utf8_lower(pc.drop_null(values)), value_set=_BOOLEANS)).as_py():
+    spelled = pc.utf8_lower(pc.drop_null(values))
+    if pc.all(pc.is_in(spelled, value_set=pa.array(_BOOLEANS, pa.string()))).as_py():
         return pc.equal(pc.utf8_lower(column), "true")
     present = pc.is_valid(values)
     number = pc.fill_null(pc.match_substring_regex(values, _NUMBER), False)

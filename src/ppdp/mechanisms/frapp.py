@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 
 from ppdp.domain import count_domain
 from ppdp.errors import InfeasibleError
@@ -84,6 +83,9 @@ def frapp_retention(*, k: float, gamma: float, n: int, m: int) -> float:
         # below float64's resolution (domains beyond 10^16 tuples).
         inside = -math.expm1((n - 1) * math.log1p(-q)) + (p + q) * stay
         return outside / inside - needed
+
+    # scipy.optimize takes a fifth of a second to import: only when FRAPP is configured.
+    from scipy.optimize import brentq
 
     positive = brentq(ratio, 0.0, 1.0 - 1e-15, xtol=1e-15, rtol=1e-12) if ratio(
         1.0 - 1e-15) < 0 else 1.0
