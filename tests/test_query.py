@@ -85,6 +85,16 @@ def test_parse_query_passes_a_query_through() -> None:
     assert parse_query(query) is query
 
 
+def test_parsed_queries_are_cached_and_errors_are_not() -> None:
+    text = "age >= 41 AND sex = 'Female'"
+    assert parse_query(text) is parse_query(text)
+    for _ in range(2):
+        with pytest.raises(QueryError, match="non-empty"):
+            parse_query("   ")
+    with pytest.raises(QueryError, match="non-empty"):
+        parse_query(None)  # type: ignore[arg-type]
+
+
 def test_select_without_where_is_true() -> None:
     assert parse_query("SELECT COUNT(*) FROM t").where == TrueCondition()
     assert parse_query("select count(*) from t").where == TrueCondition()

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import datetime
 import difflib
+import functools
 import math
 import operator
 import re
@@ -224,11 +225,23 @@ _CLAUSE_NAMES = {"joins": "JOIN", "order": "ORDER BY", "laterals": "LATERAL",
                  "windows": "WINDOW", "with_": "WITH"}
 
 
+PARSED_CACHE_SIZE = 16_384
+"""How many distinct query texts keep their parse (queries are immutable, so they are shared)."""
+
+
 def parse_query(text: str | Query) -> Query:
     """Parse a bare condition (``age >= 40 AND sex = 'Female'``) or a full
     ``SELECT COUNT(*) FROM t [WHERE ...] [GROUP BY ...]``."""
     if isinstance(text, Query):
         return text
+    if not isinstance(text, str):
+        raise QueryError("a query must be a non-empty string")
+    return _parse_text(text)
+
+
+@functools.lru_cache(maxsize=PARSED_CACHE_SIZE)
+def _parse_text(text: str) -> Query:
+    """The parse of one query text (errors are raised each time, never cached)."""
     source = text.strip().rstrip(";").strip() if isinstance(text, str) else ""
     if not source:
         raise QueryError("a query must be a non-empty string")
