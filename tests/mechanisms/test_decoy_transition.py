@@ -142,8 +142,8 @@ def test_hajek_sensitivity_is_the_slope_of_hajeks_rates():
     rng = np.random.default_rng(1)
     frequencies = np.array([240.0, 230, 200, 150, 100, 60, 20])
     pushed = rng.random((2, 3, 7))
-    pulled = rng.normal(size=(4, 3, 7))
-    pairs = np.einsum("gmv,omu->govu", pushed, pulled)
+    pulled = rng.normal(size=(2, 4, 3, 7))
+    pairs = np.einsum("gmv,gomu->govu", pushed, pulled)
     expected = np.empty((2, 4, 7))
     for w in range(7):
         up, down = frequencies.copy(), frequencies.copy()

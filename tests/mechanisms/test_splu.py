@@ -249,3 +249,19 @@ def test_publish_does_not_mutate_the_input():
     before = {k: v.copy() for k, v in table.codes.items()}
     SPLUGen(gamma=3).publish(table, random_state=0)
     assert all(np.array_equal(before[k], table.codes[k]) for k in before)
+
+
+def test_count_all_unmixes_conjunctions_together_as_count_does_one_by_one():
+    table = ppdp.datasets.adult(sensitive=["occupation", "education"])
+    release = SPLUGen(gamma=3).publish(table, random_state=4)
+    queries = ["sex = 'Female' AND occupation = 'Sales'",
+               "age >= 50 AND occupation IN ('Sales', 'Craft-repair')",
+               "occupation = 'Sales'",                                   # a value alone
+               "sex = 'Male' AND occupation = 'Sales' AND education = 'Bachelors'",
+               "race = 'White' AND education = 'Masters'",
+               "sex = 'Female' AND occupation = 'Sales' OR age < 20 AND occupation = 'Sales'"]
+    together = release.count_all(queries)
+    for query, value, stderr in zip(queries, *together, strict=True):
+        alone = release.count(query)
+        assert value == pytest.approx(alone.value, rel=1e-9, abs=1e-6)
+        assert stderr == pytest.approx(alone.stderr, rel=1e-9, abs=1e-6)

@@ -217,7 +217,7 @@ class ValueModel:
 def _hajek_sensitivity(pushed: np.ndarray, pulled: np.ndarray, published: np.ndarray,
                        gamma: int) -> np.ndarray:
     """``c(w) = sum_{v != u} W[v, u] dR[v, u] / df_w`` from Hajek's approximation, where
-    ``W[g, o, v, u] = sum_m pushed[g, m, v] pulled[o, m, u]`` (never built: d^3 numbers).
+    ``W[g, o, v, u] = sum_m pushed[g, m, v] pulled[g, o, m, u]`` (never built: d^3 numbers).
 
     For domains too large to differentiate the exact design numerically, the slope is that of
     Hajek's (1964) approximation of its joint inclusion probabilities: with pi = f / G
@@ -229,19 +229,19 @@ def _hajek_sensitivity(pushed: np.ndarray, pulled: np.ndarray, published: np.nda
     spread = max(float((pi * (1 - pi)).sum()), 1e-12)
     apart = np.outer(1 - pi, 1 - pi)
     share = 1 - apart / spread
-    same = np.einsum("gmv,omv->gov", pushed, pulled)            # W[v, v], left out below
+    same = np.einsum("gmv,gomv->gov", pushed, pulled)           # W[v, v], left out below
 
     def total(matrix: np.ndarray) -> np.ndarray:
         """sum_v W[v, w] matrix[v, w] over v != w."""
-        return (np.einsum("gmv,omw,vw->gow", pushed, pulled, matrix, optimize=True)
+        return (np.einsum("gmv,gomw,vw->gow", pushed, pulled, matrix, optimize=True)
                 - same * np.diag(matrix))
 
     into = total(share) + total(np.broadcast_to((1 - pi)[:, None], share.shape)) * pi / spread
     variance = pi * (1 - pi)
-    out_of = (np.einsum("gmw,omu,u->gow", pushed, pulled, variance, optimize=True)
+    out_of = (np.einsum("gmw,gomu,u->gow", pushed, pulled, variance, optimize=True)
               - same * variance) / spread
     weight = pi[None, :] * apart
-    overall = (np.einsum("gmv,omu,vu->go", pushed, pulled, weight, optimize=True)
+    overall = (np.einsum("gmv,gomu,vu->go", pushed, pulled, weight, optimize=True)
                - np.einsum("gov,v->go", same, np.diag(weight)))[..., None]
     overall = overall * (1 - 2 * pi) / spread ** 2
     return (into + out_of + overall) / (gamma * n_groups)
@@ -258,10 +258,12 @@ def estimate_variance(model: ValueModel, weights: Sequence[np.ndarray],
                       everything: np.ndarray) -> np.ndarray:
     """Delta-method variance of ``sum_t <a_t, x_t>`` with ``x_t = R(f)^-T y_t``.
 
-    ``weights[t]`` (a_t) has shape (O, *D): per output cell, the weight of every combination
-    of sensitive values in term t. ``overlaps[(t, t')]`` (t <= t') are the estimated true counts,
-    shape (G, *D), of the rows satisfying the conditions of both terms (``overlaps[(t, t)]``
-    those of term t); ``everything`` (shape D) those of all rows. Returns shape (G, O).
+    ``weights[t]`` (a_t) has shape (O, *D), or (G, O, *D) when it differs between the G rows of
+    the counts (several queries answered at once): per output cell, the weight of every
+    combination of sensitive values in term t. ``overlaps[(t, t')]`` (t <= t') are the
+    estimated true counts, shape (G, *D), of the rows satisfying the conditions of both terms
+    (``overlaps[(t, t)]`` those of term t); ``everything`` (shape D) those of all rows.
+    Returns shape (G, O).
 
     Linearisation. With f the published marginals (R is a function of them) and b_t = R^-1 a_t,
     ``d<a_t, x_t> = <b_t, dy_t> - <b_t, dR^T x_t>``; per attribute j the second term is
@@ -278,21 +280,25 @@ def estimate_variance(model: ValueModel, weights: Sequence[np.ndarray],
     """
     width = len(model.transitions)
     terms = len(weights)
-    pulled = [model.pull_back(a) for a in weights]                       # (O, *D)
+    weights = [a if a.ndim == width + 2 else a[None] for a in weights]  # (G or 1, O, *D)
+    pulled = [model.pull_back(a) for a in weights]
+    groups = overlaps[(0, 0)].shape[0]
     correction = None
     for t in range(terms):
         counts = overlaps[(t, t)]                                        # (G, *D)
         for j in range(width):
             others = [m if k != j else np.eye(len(m)) for k, m in enumerate(model.transitions)]
             pushed = _along(counts, others, 0)                           # (G, *D)
-            # W[g, o, v, u] = sum_m z[g, m, v] b[o, m, u] weighs d R_j[v, u] in <b_t, dR^T x_t>.
-            b_moved = np.moveaxis(pulled[t], 1 + j, -1)
+            # W[g, o, v, u] = sum_m z[g, m, v] b[g, o, m, u] weighs d R_j[v, u] in
+            # <b_t, dR^T x_t>.
+            b_moved = np.moveaxis(pulled[t], 2 + j, -1)
             z_moved = np.moveaxis(pushed, 1 + j, -1)
             size = model.transitions[j].shape[0]
-            flat_b = b_moved.reshape(len(b_moved), -1, size)
+            flat_b = b_moved.reshape(*b_moved.shape[:2], -1, size)
+            flat_b = np.broadcast_to(flat_b, (groups, *flat_b.shape[1:]))
             flat_z = z_moved.reshape(len(z_moved), -1, size)
             slope = model.slopes[j]
-            c = (np.einsum("gmv,omu,wvu->gow", flat_z, flat_b, slope, optimize=True)
+            c = (np.einsum("gmv,gomu,wvu->gow", flat_z, flat_b, slope, optimize=True)
                  if slope is not None
                  else _hajek_sensitivity(flat_z, flat_b, model.marginals[j], model.gamma))
             shape = [1] * width
@@ -300,8 +306,7 @@ def estimate_variance(model: ValueModel, weights: Sequence[np.ndarray],
             part = c.reshape(c.shape[:2] + tuple(shape))
             correction = part if correction is None else correction + part
     assert correction is not None
-    groups = overlaps[(0, 0)].shape[0]
-    full = (groups, weights[0].shape[0], *weights[0].shape[1:])
+    full = (groups, *weights[0].shape[1:])
     correction = np.broadcast_to(correction, full)                       # C: (G, O, *D)
     spread_correction = model.spread(correction)                         # R C
     second = np.zeros(full[:2])
@@ -310,12 +315,12 @@ def estimate_variance(model: ValueModel, weights: Sequence[np.ndarray],
     for (t, u), counts in overlaps.items():
         factor = 1.0 if t == u else 2.0
         c = counts[expand]
-        second += factor * _inner(c, model.spread(pulled[t] * pulled[u])[None], width)
-        first += factor * _inner(c, (weights[t] * weights[u])[None], width)
+        second += factor * _inner(c, model.spread(pulled[t] * pulled[u]), width)
+        first += factor * _inner(c, weights[t] * weights[u], width)
     for t in range(terms):
         c = overlaps[(t, t)][expand]
-        second -= 2 * _inner(c, model.spread(correction * pulled[t][None]), width)
-        first -= 2 * _inner(c, spread_correction * weights[t][None], width)
+        second -= 2 * _inner(c, model.spread(correction * pulled[t]), width)
+        first -= 2 * _inner(c, spread_correction * weights[t], width)
     whole = everything[None, None]
     second += _inner(whole, model.spread(correction ** 2), width)
     first += _inner(whole, spread_correction ** 2, width)

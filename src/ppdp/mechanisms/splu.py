@@ -142,7 +142,17 @@ class SpluRelease(RowsRelease):
                              f"{', '.join(ESTIMATORS)}")
         if self.estimator == "paper":
             return self._estimate_two_state(queries)
-        return [self._estimate_by_value(query) for query in queries]
+        answers: list[tuple[np.ndarray, np.ndarray | None] | None] = []
+        # Conjunction-like queries (one term, no GROUP BY) are unmixed together, per set of
+        # sensitive columns: one vectorised pass instead of one per query.
+        single: dict[tuple[str, ...], list[tuple[int, Predicate, np.ndarray]]] = {}
+        for index, query in enumerate(queries):
+            answers.append(self._estimate_by_value(query, single, index))
+        for mentioned, batch in single.items():
+            self._estimate_single_terms(mentioned, batch, answers)
+        filled = [answer for answer in answers if answer is not None]
+        assert len(filled) == len(queries), "every query is answered"
+        return filled
 
     def value_model(self, columns: Sequence[str]) -> ValueModel:
         """The value-level transition of these sensitive columns (computed once, then kept)."""
@@ -152,8 +162,13 @@ class SpluRelease(RowsRelease):
             self._models[key] = ValueModel.from_published(marginals, self.gamma)
         return self._models[key]
 
-    def _estimate_by_value(self, query: BoundQuery) -> tuple[np.ndarray, np.ndarray]:
-        """One query by the value-level model: every term of ``split`` unmixed, summed."""
+    def _estimate_by_value(self, query: BoundQuery,
+                           single: dict[tuple[str, ...], list[tuple[int, Predicate, np.ndarray]]],
+                           index: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """One query by the value-level model: every term of ``split`` unmixed, summed.
+
+        A query of one term without GROUP BY is added to ``single`` instead (None returned).
+        """
         sizes = self.schema.sizes()
         shape = tuple(sizes[c] for c in query.group_by)
         mentioned = [c for c in self.schema.sensitive if c in query.columns]
@@ -176,6 +191,9 @@ class SpluRelease(RowsRelease):
             if not value_groups:
                 counts = np.asarray(counts.sum())
             return counts, np.sqrt(np.maximum(counts, 0.0) * (1 - 1 / self.gamma))
+        if len(terms) == 1 and not query.group_by:
+            single.setdefault(tuple(mentioned), []).append((index, *terms[0]))
+            return None
         model = self.value_model(mentioned)
         domain_shape = tuple(sizes[c] for c in mentioned)
         weights = [_term_weights(combos, mentioned, value_groups, domain_shape)
@@ -200,6 +218,30 @@ class SpluRelease(RowsRelease):
         everything = np.maximum(model.unmix(self._cube.histogram(mentioned)), 0.0)
         variance = estimate_variance(model, weights, overlaps, everything)
         return values, np.sqrt(np.transpose(variance.reshape(group_shape), order))
+
+    def _estimate_single_terms(self, mentioned: tuple[str, ...],
+                               batch: Sequence[tuple[int, Predicate, np.ndarray]],
+                               answers: list[tuple[np.ndarray, np.ndarray | None] | None]
+                               ) -> None:
+        """Queries ``rest AND (sensitive values in combos)``, all at once, into ``answers``."""
+        model = self.value_model(mentioned)
+        sizes = self.schema.sizes()
+        domain_shape = tuple(sizes[c] for c in mentioned)
+        counts = np.stack([np.asarray(count_histogram(self._cube, rest, mentioned), np.float64)
+                           for _, rest, _ in batch])
+        weights = np.stack([np.broadcast_to(combos, domain_shape) for _, _, combos in batch]
+                           ).astype(np.float64)[:, None]                      # (Q, 1, *D)
+        estimates = model.unmix(counts)
+        values = (estimates[:, None] * weights).reshape(len(batch), -1).sum(axis=1)
+        if model.identifiable:
+            everything = np.maximum(model.unmix(self._cube.histogram(mentioned)), 0.0)
+            variance = estimate_variance(model, [weights],
+                                         {(0, 0): np.maximum(estimates, 0.0)}, everything)
+            stderr = np.sqrt(variance[:, 0])
+        else:
+            stderr = np.full(len(batch), np.nan)
+        for k, (index, _, _) in enumerate(batch):
+            answers[index] = (np.asarray(values[k]), np.asarray(stderr[k]))
 
     def _estimate_two_state(self, queries: Sequence[BoundQuery]
                             ) -> list[tuple[np.ndarray, np.ndarray | None]]:
