@@ -13,9 +13,8 @@ import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-import numpy as np
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -23,16 +22,14 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ppdp.errors import PpdpError
-from ppdp.mechanisms.alphabeta import (
-    AlphaBeta,
-    ViewSequence,
-    default_state_root,
-    state_directory,
-)
-from ppdp.mechanisms.base import REQUIRED, Mechanism, get_mechanism
-from ppdp.release import Estimate, GroupedEstimate, Release, require_replaceable_release
-from ppdp.storage import locked
-from ppdp.table import Table
+
+# The command line starts without numpy, pyarrow or the mechanisms: each command imports what
+# it needs, so that `ppdp --help` and argument errors answer at once.
+if TYPE_CHECKING:
+    from ppdp.mechanisms.alphabeta import AlphaBeta, ViewSequence
+    from ppdp.mechanisms.base import Mechanism
+    from ppdp.release import Estimate, GroupedEstimate, Release
+    from ppdp.table import Table
 
 __all__ = ["app", "main"]
 
@@ -140,6 +137,8 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
+    import numpy as np
+
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
@@ -255,6 +254,9 @@ def publish(
     Keep that state private and do not delete it.
     """
     from ppdp.hierarchy import read_hierarchies
+    from ppdp.mechanisms import get_mechanism
+    from ppdp.mechanisms.alphabeta import AlphaBeta
+    from ppdp.release import require_replaceable_release
 
     mechanism_class = get_mechanism(mechanism)
     instance = mechanism_class.from_params(_parse_params(param))
@@ -297,6 +299,9 @@ def _publish_view(mechanism: AlphaBeta, table: Table, output: Path, state_dir: P
     The state lives in one place per user (or --state-dir), keyed by the table, whatever the
     output folder; it is locked for the whole publish so that concurrent views are counted.
     """
+    from ppdp.mechanisms.alphabeta import ViewSequence, default_state_root, state_directory
+    from ppdp.storage import locked
+
     root = state_dir if state_dir is not None else default_state_root()
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -413,6 +418,8 @@ def count(
             raise ValueError("-p and --seed need --mechanism laplace; without it the count "
                              "on a data file is exact")
         if mechanism is not None:
+            from ppdp.mechanisms import get_mechanism
+
             mechanism_class = get_mechanism(mechanism)
             if mechanism_class.name != "laplace":
                 raise ValueError(f"on a data file, count answers exactly or with --mechanism "
@@ -432,6 +439,8 @@ def count(
 
 
 def _print_answer(answer: Estimate | GroupedEstimate) -> None:
+    from ppdp.release import Estimate
+
     console = _out()
     if isinstance(answer, Estimate):
         stderr = "not available" if answer.stderr is None else _number(answer.stderr)
@@ -486,6 +495,8 @@ def guarantee(
       ppdp guarantee uniform -p rho1=0.077 -p rho2=0.2 -p m=14 -p n=30162
       ppdp guarantee sdr adult -s occupation -p rho1=0.077 -p rho2=0.2
     """
+    from ppdp.mechanisms import get_mechanism
+
     mechanism_class = get_mechanism(mechanism)
     values = _parse_params(param)
     extra = {p.name: p for p in mechanism_class.guarantee_parameters}
@@ -628,7 +639,7 @@ def risk(
         covering = rows.column("covering_groups").to_numpy()
         data.update({
             "source_rows": table.n_rows,
-            "uncovered_rows": int(np.count_nonzero(covering == 0)),
+            "uncovered_rows": int((covering == 0).sum()),
             "covering_groups_mean": float(covering.mean()),
             "tuple_presence_max": float(presence.max()),
             "tuple_presence_any_mean": float(presence_any.mean()),
@@ -731,6 +742,7 @@ def mechanisms() -> None:
       ppdp mechanisms
     """
     import ppdp.mechanisms  # noqa: F401 - registers the mechanisms
+    from ppdp.mechanisms.base import REQUIRED, Mechanism
 
     table = RichTable(title="mechanisms")
     table.add_column("name", style="bold")
