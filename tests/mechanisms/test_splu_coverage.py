@@ -2,8 +2,8 @@
 
 Each publication is of a fresh table (a seeded resample of Adult, or a seeded draw of a synthetic
 table), so that both the decoy partition and the random draws vary, as they do between the
-tables a user publishes. The thresholds are the issue's targets; what they allow for chance is
-stated in ``check``.
+tables a user publishes. The thresholds (mean coverage, worst query, bias in standard errors of
+the mean) and what they allow for chance are stated in ``check``.
 """
 
 import numpy as np
@@ -65,7 +65,7 @@ def synthetic_pool():
 
 
 def run(tables, pool, gamma):
-    errors, covered, scaled = [], [], []
+    errors, covered = [], []
     for index, table in enumerate(tables):
         truth = np.array([table.count(q).value for q in pool])
         release = SPLUGen(gamma=gamma).publish(table, random_state=index)
@@ -74,7 +74,6 @@ def run(tables, pool, gamma):
         assert np.all(np.isfinite(stderr)), "every answer has a standard error"
         errors.append(values - truth)
         covered.append(np.abs(values - truth) <= 1.96 * stderr)
-        scaled.append((values - truth) / stderr)
     return np.array(errors), np.array(covered)
 
 

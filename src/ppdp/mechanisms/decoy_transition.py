@@ -209,10 +209,6 @@ class ValueModel:
         """``b = R^-1 a``: the function of published values whose mean is a (``R b = a``)."""
         return _along(weights, self.inverses, 1)
 
-    def publish(self, counts: np.ndarray) -> np.ndarray:
-        """``R^T x``: expected published counts."""
-        return _along(counts, self.transitions, 0)
-
 
 def _hajek_sensitivity(pushed: np.ndarray, pulled: np.ndarray, published: np.ndarray,
                        gamma: int) -> np.ndarray:

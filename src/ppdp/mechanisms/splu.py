@@ -162,6 +162,12 @@ class SpluRelease(RowsRelease):
             self._models[key] = ValueModel.from_published(marginals, self.gamma)
         return self._models[key]
 
+    def _exact(self, query: BoundQuery) -> tuple[np.ndarray, np.ndarray]:
+        """A query on non-sensitive columns only: they are published unchanged, so exact."""
+        counts = np.asarray(count_histogram(self._cube, query.predicate, query.group_by),
+                            dtype=np.float64)
+        return counts, np.zeros(counts.shape)
+
     def _estimate_by_value(self, query: BoundQuery,
                            single: dict[tuple[str, ...], list[tuple[int, Predicate, np.ndarray]]],
                            index: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -173,9 +179,7 @@ class SpluRelease(RowsRelease):
         shape = tuple(sizes[c] for c in query.group_by)
         mentioned = [c for c in self.schema.sensitive if c in query.columns]
         if not mentioned:
-            # Non-sensitive columns are published unchanged: the count is exact.
-            counts = count_histogram(self._cube, query.predicate, query.group_by)
-            return np.asarray(counts, dtype=np.float64), np.zeros(shape)
+            return self._exact(query)
         plain_groups = [c for c in query.group_by if c not in mentioned]
         value_groups = [c for c in query.group_by if c in mentioned]
         terms = split(query.predicate, mentioned, sizes)
@@ -253,9 +257,7 @@ class SpluRelease(RowsRelease):
             shape = tuple(sizes[c] for c in query.group_by)
             mentioned = [c for c in sensitive if c in query.columns]
             if not mentioned:
-                # Non-sensitive columns are published unchanged: the count is exact.
-                counts = count_histogram(self._cube, query.predicate, query.group_by)
-                outputs.append((np.asarray(counts, dtype=np.float64), np.zeros(shape)))
+                outputs.append(self._exact(query))
                 continue
             outputs.append((np.zeros(shape), np.zeros(shape)))
             plain_groups = [c for c in query.group_by if c not in sensitive]
