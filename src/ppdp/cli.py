@@ -29,11 +29,14 @@ if TYPE_CHECKING:
     from ppdp.mechanisms.alphabeta import AlphaBeta, ViewSequence
     from ppdp.mechanisms.base import Mechanism
     from ppdp.release import Estimate, GroupedEstimate, Release
+    from ppdp.sources import Source
     from ppdp.table import Table
 
 __all__ = ["app", "main"]
 
 EXIT_ERROR = 2
+STREAMING_FILE_BYTES = 512 << 20
+"""Files at least this large are published by the streaming engine under --engine auto."""
 _HANDLED = (PpdpError, ValueError, OSError)
 
 app = typer.Typer(
@@ -222,6 +225,13 @@ def publish(
         "--observed-domains", help="take the values present as the public domains of the "
                                    "columns not declared otherwise: the release then reveals "
                                    "which values occur in the data")] = False,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="memory (read the whole table), streaming (read the file in batches: "
+                         "memory bounded whatever its size) or auto (streaming for files of "
+                         f"{STREAMING_FILE_BYTES >> 20} MB or more, or too large for the "
+                         "memory available)")] = "auto",
+    batch_rows: Annotated[int, typer.Option(
+        "--batch-rows", min=1, help="rows per batch of the streaming engine")] = 1 << 20,
 ) -> None:
     """Publish a table with a mechanism and save the release to a directory.
 
@@ -271,6 +281,12 @@ def publish(
             raise FileExistsError(f"{output} already exists; choose another directory or pass "
                                   f"--overwrite")
         require_replaceable_release(output)
+    if _streaming(engine, source):
+        _publish_streaming(instance, source, output, sensitive=sensitive, qi=qi,
+                           drop_missing=drop_missing, sep=sep, domains=declared,
+                           observed_domains=observed_domains, non_numeric=non_numeric,
+                           seed=seed, overwrite=overwrite, batch_rows=batch_rows)
+        return
     # A transient status line on stderr: reading, publishing and writing 10^7 rows take seconds.
     with Console(stderr=True).status(f"reading {source}") as status:
         table = _load_source(source, sensitive=sensitive, qi=qi, drop_missing=drop_missing,
@@ -289,6 +305,69 @@ def publish(
     if views is not None:
         _out().print(f"view {views.published} of at most v = {instance.v} of this table "
                      f"(Algorithm 4 after the first); private state kept in {state}")
+
+
+_ENGINES = ("auto", "memory", "streaming")
+
+
+def _streaming(engine: str, source: str) -> bool:
+    """Whether --engine (and, for auto, the input's size) asks for the streaming engine."""
+    from ppdp.resources import available_memory
+
+    if engine not in _ENGINES:
+        raise ValueError(f"--engine must be one of {', '.join(_ENGINES)}, not {engine!r}")
+    path = Path(source)
+    if engine == "streaming":
+        if not path.is_file():
+            raise ValueError(f"--engine streaming reads a CSV or Parquet file; {source!r} is "
+                             f"not one")
+        return True
+    if engine == "memory" or not path.is_file():
+        return False
+    size = path.stat().st_size
+    available = available_memory()
+    # A table in memory takes several times its compressed file while it is read and copied.
+    return size >= STREAMING_FILE_BYTES or (available is not None and 8 * size > available)
+
+
+def _publish_streaming(mechanism: Mechanism, source: str, output: Path, *, seed: int | None,
+                       overwrite: bool, batch_rows: int, sensitive: str | None,
+                       qi: str | None, drop_missing: bool, sep: str | None,
+                       domains: Mapping[str, Any], observed_domains: bool,
+                       non_numeric: str) -> None:
+    """Publish a file batch by batch, with a progress bar on stderr, and summarise it."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    from ppdp.release import load_release
+    from ppdp.scan import scan_table
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(f"reading the domains of {source}", total=None)
+        table = scan_table(source, sensitive=sensitive, quasi_identifiers=qi, sep=sep,
+                           missing="drop" if drop_missing else "error", domains=domains,
+                           observed_domains=observed_domains, non_numeric=non_numeric,
+                           batch_rows=batch_rows)
+        tasks: dict[str, Any] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                bar.update(task, visible=False)
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done)
+
+        target = mechanism.publish_source(table, output, random_state=seed,
+                                          batch_rows=batch_rows, overwrite=overwrite,
+                                          progress=progress)
+    release = load_release(target)
+    _print_publish_summary(release, mechanism, table, target, seeded=seed is not None)
 
 
 def _publish_view(mechanism: AlphaBeta, table: Table, output: Path, state_dir: Path | None,
@@ -327,8 +406,8 @@ def _publish_view(mechanism: AlphaBeta, table: Table, output: Path, state_dir: P
     return views, state, target, release
 
 
-def _print_publish_summary(release: Release, mechanism: Mechanism, table: Table, target: Path,
-                           *, seeded: bool) -> None:
+def _print_publish_summary(release: Release, mechanism: Mechanism, table: Table | Source,
+                           target: Path, *, seeded: bool) -> None:
     console = _out()
     console.print(Text.assemble(("published ", "bold green"), (mechanism.name, "bold"),
                                 f" release of {release.n_rows} rows to {target}"))

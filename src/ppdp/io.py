@@ -44,6 +44,7 @@ import logging
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -299,13 +300,41 @@ def _first_record(path: Path, lines: list[str], sep: str) -> list[str] | None:
     return None
 
 
-def _read_csv(path: Path, keep: list[str] | None, *, sep: str | None, header: bool,
-              names: Sequence[str] | None, skip_rows: int) -> pa.Table:
+@dataclass(frozen=True)
+class CsvLayout:
+    """How a CSV file is laid out: separator, lines skipped, header, field names."""
+
+    sep: str
+    skip_rows: int
+    header: bool
+    field_names: list[str]
+
+    @property
+    def parse_options(self) -> Any:
+        import pyarrow.csv as pacsv
+
+        return pacsv.ParseOptions(delimiter=self.sep, ignore_empty_lines=True,
+                                  newlines_in_values=True)
+
+    def convert_options(self, keep: list[str] | None) -> Any:
+        """Every field read as a string (typing comes later, by the values)."""
+        import pyarrow.csv as pacsv
+
+        return pacsv.ConvertOptions(column_types={n: pa.string() for n in self.field_names},
+                                    strings_can_be_null=False, quoted_strings_can_be_null=False,
+                                    include_columns=keep)
+
+
+def csv_layout(path: Path, keep: list[str] | None, *, sep: str | None, header: bool,
+               names: Sequence[str] | None, skip_rows: int) -> CsvLayout:
+    """Sniff and check a CSV file's layout from its first lines."""
     if not header and names is None:
         raise SchemaError(f"{path}: header=False needs the column names (names=[...])")
     if sep is not None and (len(sep) != 1 or sep in '"\r\n'):
         raise ValueError(f"sep must be a single character other than a quote or a line end, "
                          f"not {sep!r}")
+    if isinstance(skip_rows, bool) or not isinstance(skip_rows, int) or skip_rows < 0:
+        raise ValueError(f"skip_rows must be zero or more, not {skip_rows!r}")
     try:
         sample = _read_sample(path, skip_rows)
     except (pa.ArrowException, OSError) as exc:
@@ -336,32 +365,31 @@ def _read_csv(path: Path, keep: list[str] | None, *, sep: str | None, header: bo
         _check_distinct(field_names, "names=[...] has", "give each column its own name")
     if keep is not None:
         _check_columns(keep, field_names)
-    data = _parse_csv(path, sep, skip_rows, field_names, keep)
+    return CsvLayout(sep, skip_rows, header, field_names)
+
+
+def _read_csv(path: Path, keep: list[str] | None, *, sep: str | None, header: bool,
+              names: Sequence[str] | None, skip_rows: int) -> pa.Table:
+    layout = csv_layout(path, keep, sep=sep, header=header, names=names, skip_rows=skip_rows)
+    data = _parse_csv(path, layout, keep)
     # The header is read as a row and dropped here rather than skipped by Arrow, which cannot
     # skip a last line without a line end (a file holding only a header).
     return data.slice(1) if header else data
 
 
-def _parse_csv(path: Path, sep: str, skip_rows: int, field_names: list[str],
-               keep: list[str] | None) -> pa.Table:
+def _parse_csv(path: Path, layout: CsvLayout, keep: list[str] | None) -> pa.Table:
     """Every field of the CSV file as a string, with Arrow."""
     import pyarrow.csv as pacsv
 
-    parse_options = pacsv.ParseOptions(delimiter=sep, ignore_empty_lines=True,
-                                       newlines_in_values=True)
-    convert_options = pacsv.ConvertOptions(
-        column_types={n: pa.string() for n in field_names},
-        strings_can_be_null=False,
-        quoted_strings_can_be_null=False,
-        include_columns=keep,
-    )
     block_size = None
     while True:
-        read_options = pacsv.ReadOptions(skip_rows=skip_rows, column_names=field_names,
+        read_options = pacsv.ReadOptions(skip_rows=layout.skip_rows,
+                                         column_names=layout.field_names,
                                          **({"block_size": block_size} if block_size else {}))
         try:
-            return pacsv.read_csv(path, read_options=read_options, parse_options=parse_options,
-                                  convert_options=convert_options)
+            return pacsv.read_csv(path, read_options=read_options,
+                                  parse_options=layout.parse_options,
+                                  convert_options=layout.convert_options(keep))
         except (pa.ArrowException, OSError) as exc:
             reason = _reason(exc)
             # A row longer than Arrow's block (1 MB by default): read the file as one block.
@@ -371,7 +399,7 @@ def _parse_csv(path: Path, sep: str, skip_rows: int, field_names: list[str],
             if "invalid UTF8" in reason or "Invalid UTF8" in reason:
                 raise SchemaError(f"CSV file {path} is not UTF-8 text; convert it to UTF-8 "
                                   "(for example with iconv -f latin1 -t utf-8)") from exc
-            raise SchemaError(f"cannot read CSV file {path} (separator {sep!r}): "
+            raise SchemaError(f"cannot read CSV file {path} (separator {layout.sep!r}): "
                               f"{reason}") from exc
 
 
@@ -515,38 +543,73 @@ def _infer_type(name: str, column: pa.ChunkedArray, *, non_numeric: str,
         return column
     # Classify the distinct values once, then weigh them by how many cells hold each.
     counted = pc.value_counts(column)
-    values, counts = counted.field("values"), counted.field("counts")
+    rule = text_rule(name, counted.field("values"), counted.field("counts"),
+                     non_numeric=non_numeric, source=source)
+    return apply_text_rule(column, rule)
+
+
+@dataclass(frozen=True)
+class TextRule:
+    """How a text column is read: as ``kind`` (bool, int, float or text), with the values in
+    ``missing`` read as missing (``non_numeric="missing"``)."""
+
+    kind: str
+    missing: pa.Array | None = None
+    plus_signs: bool = False
+
+
+def text_rule(name: str, values: pa.Array, counts: pa.Array, *, non_numeric: str,
+              source: str) -> TextRule:
+    """The typing rule of a text column from its distinct values and how many cells hold each."""
+    if values.null_count == len(values):
+        return TextRule("text")
     spelled = pc.utf8_lower(pc.drop_null(values))
     if pc.all(pc.is_in(spelled, value_set=pa.array(_BOOLEANS, pa.string()))).as_py():
-        return pc.equal(pc.utf8_lower(column), "true")
+        return TextRule("bool")
     present = pc.is_valid(values)
     number = pc.fill_null(pc.match_substring_regex(values, _NUMBER), False)
     other = pc.and_(present, pc.invert(number))
     n_present = pc.sum(pc.filter(counts, present)).as_py() or 0
     n_numbers = pc.sum(pc.filter(counts, number)).as_py() or 0
+    missing = None
     if n_numbers < n_present:
         if n_numbers * 100 < NUMERIC_PERCENT * n_present or non_numeric == "text":
-            return column
+            return TextRule("text")
         if non_numeric == "error":
             raise SchemaError(_non_numeric_message(name, source, pc.filter(values, other),
                                                    pc.filter(counts, other), n_present))
-        column = pc.if_else(pc.is_in(column, value_set=pc.filter(values, other)),
-                            pa.scalar(None, column.type), column)
+        missing = pc.filter(values, other)
     numbers = pc.filter(values, number)
     if pc.all(pc.match_substring_regex(numbers, _INTEGER)).as_py():
         # Arrow's int64 cast refuses a leading plus sign, which its float cast accepts; the
         # distinct values say whether any cell has one, sparing a regex over every row.
-        if pc.any(pc.starts_with(numbers, "+")).as_py():
-            column = pc.replace_substring_regex(column, r"^\+", "")
+        plus = bool(pc.any(pc.starts_with(numbers, "+")).as_py())
         try:
-            return pc.cast(column, pa.int64())
+            pc.cast(pc.replace_substring_regex(numbers, r"^\+", "") if plus else numbers,
+                    pa.int64())
+            return TextRule("int", missing, plus)
         except pa.ArrowInvalid:
             pass  # beyond int64: float64, as a number too large for an integer column
     try:
-        return pc.cast(column, pa.float64())
+        pc.cast(numbers, pa.float64())
     except pa.ArrowInvalid as exc:
         raise SchemaError(f"column {name!r} of {source} looks numeric but cannot be read as "
                           f"numbers ({_reason(exc)}); pass non_numeric=\"text\"") from exc
+    return TextRule("float", missing)
+
+
+def apply_text_rule(column: Any, rule: TextRule) -> Any:
+    """Read the (stripped) text cells of a column by a `TextRule`."""
+    if rule.kind == "text":
+        return column
+    if rule.kind == "bool":
+        return pc.equal(pc.utf8_lower(column), "true")
+    if rule.missing is not None:
+        column = pc.if_else(pc.is_in(column, value_set=rule.missing),
+                            pa.scalar(None, column.type), column)
+    if rule.plus_signs:
+        column = pc.replace_substring_regex(column, r"^\+", "")
+    return pc.cast(column, pa.int64() if rule.kind == "int" else pa.float64())
 
 
 def _non_numeric_message(name: str, source: str, values: pa.Array, counts: pa.Array,
@@ -573,13 +636,7 @@ def _handle_missing(data: pa.Table, missing: str) -> tuple[pa.Table, int]:
     if not counts:
         return data, 0
     if missing == "error":
-        # repr only for names with line breaks or other control characters: one line always.
-        listed = ", ".join(f"{name if name.isprintable() else repr(name)} ({n})"
-                           for name, n in counts.items())
-        plural = "column" if len(counts) == 1 else "columns"
-        raise MissingValuesError(
-            f"missing values in {len(counts)} {plural}: {listed}; pass missing=\"drop\" "
-            "(CLI: --drop-missing) to drop those rows")
+        raise MissingValuesError(_missing_message(counts))
     mask = pc.is_valid(data.column(next(iter(counts))))
     for name in list(counts)[1:]:
         mask = pc.and_(mask, pc.is_valid(data.column(name)))
@@ -588,6 +645,16 @@ def _handle_missing(data: pa.Table, missing: str) -> tuple[pa.Table, int]:
     logger.info("dropped %d of %d rows with missing values (in %s)", dropped, data.num_rows,
                 ", ".join(counts))
     return kept, dropped
+
+
+def _missing_message(counts: Mapping[str, int]) -> str:
+    """The error for missing values: how many in each column, and how to drop their rows."""
+    # repr only for names with line breaks or other control characters: one line always.
+    listed = ", ".join(f"{name if name.isprintable() else repr(name)} ({n})"
+                       for name, n in counts.items())
+    plural = "column" if len(counts) == 1 else "columns"
+    return (f"missing values in {len(counts)} {plural}: {listed}; pass missing=\"drop\" "
+            "(CLI: --drop-missing) to drop those rows")
 
 
 def write_table(data: pa.Table, path: str | os.PathLike[str]) -> Path:

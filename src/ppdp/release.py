@@ -163,6 +163,8 @@ class Release(ABC):
         self.n_rows = int(n_rows)
         self.name: str | None = None
         """The release's name in queries' FROM (its directory's name once saved or loaded)."""
+        self.part_rows: tuple[int, ...] | None = None
+        """Rows of each Parquet part of the published rows, in order (None: one part)."""
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.parameters.items())
@@ -229,29 +231,63 @@ class Release(ABC):
                                       f"pass overwrite=True (CLI: --overwrite)")
             require_replaceable_release(target)
         with staged_directory(target) as staging:
-            digests = {}
-            for stem, table in self._tables().items():
-                name = f"{stem}.parquet"
-                pq.write_table(table, staging / name, compression="zstd")
-                digests[name] = file_digest(staging / name)
-            metadata: dict[str, Any] = {
-                "format": FORMAT_NAME,
-                "format_version": FORMAT_VERSION,
-                "mechanism": self.mechanism,
-                "parameters": self.parameters,
-                "n_rows": self.n_rows,
-                "schema": self.schema.to_json(),
-                "files": {Path(name).stem: name for name in digests},
-                "digests": digests,
-            }
-            metadata["metadata_digest"] = metadata_digest(metadata)
-            (staging / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
+            files: dict[str, str | list[str]] = {}
+            digests: dict[str, str] = {}
+            for stem, tables in self._tables().items():
+                parts = tables if isinstance(tables, list) else [tables]
+                names = part_names(stem, len(parts))
+                for name, table in zip(names, parts, strict=True):
+                    digests[name] = write_parquet(staging / name, table)
+                files[stem] = names[0] if len(names) == 1 else names
+            write_metadata(staging, self.mechanism, self.parameters, self.n_rows, self.schema,
+                           files, digests)
             if before_commit is not None:
                 before_commit()
             commit_directory(staging, target, overwrite=overwrite,
                              replaceable=require_replaceable_release)
         self.name = target.resolve().name
         return target
+
+
+def part_names(stem: str, parts: int) -> list[str]:
+    """File names of a published table written in ``parts`` parts (one: ``STEM.parquet``)."""
+    if parts == 1:
+        return [f"{stem}.parquet"]
+    return [f"{stem}-{index:05d}.parquet" for index in range(parts)]
+
+
+def write_parquet(path: Path, table: pa.Table) -> str:
+    """Write one published table (or part) as Parquet; its SHA-256 digest.
+
+    Every executor writes through here, so the same rows give the same bytes."""
+    pq.write_table(table, path, compression="zstd")
+    return file_digest(path)
+
+
+def write_metadata(staging: Path, mechanism: str, parameters: Mapping[str, Any], n_rows: int,
+                   schema: Schema, files: Mapping[str, str | list[str]],
+                   digests: Mapping[str, str]) -> None:
+    """Write ``release.json``, the last file of a release (its digest covers itself)."""
+    metadata: dict[str, Any] = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "mechanism": mechanism,
+        "parameters": dict(parameters),
+        "n_rows": int(n_rows),
+        "schema": schema.to_json(),
+        "files": dict(files),
+        "digests": dict(digests),
+    }
+    metadata["metadata_digest"] = metadata_digest(metadata)
+    (staging / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
+
+
+def release_file_names(files: Mapping[str, Any]) -> list[str]:
+    """Every data file a release's ``files`` entry lists (a name, or a list of parts)."""
+    names: list[str] = []
+    for entry in files.values():
+        names.extend(entry if isinstance(entry, list) else [entry])
+    return names
 
 
 def file_digest(path: Path) -> str:
@@ -276,8 +312,8 @@ def require_replaceable_release(path: Path) -> None:
                            f"only a release; choose another output path")
     try:
         metadata = json.loads((path / METADATA_FILE).read_text())
-        files = set(metadata["files"].values()) if metadata.get("format") == FORMAT_NAME \
-            else None
+        files = set(release_file_names(metadata["files"])) \
+            if metadata.get("format") == FORMAT_NAME else None
     except (OSError, ValueError, RecursionError, AttributeError, KeyError, TypeError):
         files = None
     if files is None:
@@ -418,7 +454,9 @@ class RowsRelease(Release):
         self._cube = Cube(self.codes, schema.sizes(), n_rows)
 
     def _tables(self) -> dict[str, pa.Table]:
-        return {"rows": rows_to_arrow(self.schema, self.codes)}
+        from ppdp.plans import split_parts
+
+        return {"rows": split_parts(rows_to_arrow(self.schema, self.codes), self.part_rows)}
 
     @classmethod
     def _from_tables(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import ppdp
 from ppdp import PerturbationPartitioning, UniformPerturbation
 from ppdp.errors import InfeasibleError, ReleaseError, SchemaError
+from ppdp.keyed import KeyedStream
 from ppdp.mechanisms.perturbation import (
     amplification_gamma,
     error_bound,
@@ -140,7 +141,8 @@ def test_perturb_within_follows_eq1_in_each_subtable_domain():
     n = 40_000
     values = np.concatenate([np.zeros(n, dtype=np.int64), np.full(n, 2, dtype=np.int64)])
     subtable = np.repeat(np.array([0, 1], dtype=np.uint8), n)
-    out = perturb_within(values, subtable, domains, gammas, np.random.default_rng(7))
+    out = perturb_within(values, subtable, domains, gammas,
+                         KeyedStream(7, "perturb").uniform(0, len(values)))
     # Sub-table 0: m = 3, gamma = 3 -> q = 1/5, p + q = 3/5. Sub-table 1: m = 3, gamma = 5 ->
     # q = 1/7, p + q = 5/7.
     expected = [np.array([3 / 5, 1 / 5, 1 / 5, 0, 0]), np.array([0, 0, 5 / 7, 1 / 7, 1 / 7])]

@@ -21,7 +21,6 @@ from ppdp import PerturbationPartitioning, UniformPerturbation
 from ppdp.errors import InfeasibleError, ReleaseError
 from ppdp.mechanisms.perturbation import amplification_gamma, error_bound, uniform_probabilities
 from ppdp.mechanisms.sdr import (
-    assign_rows,
     balance,
     balance_with_unprotected,
     balancing_level,
@@ -331,36 +330,6 @@ def test_rearrange_is_a_permutation_keeping_neighbours_close():
     assert sorted(order.tolist()) == [0, 1, 2, 3, 4]
     # g5 shares no value with any other group; RCM puts the connected groups g1..g4 together.
     assert order.tolist().index(4) in (0, 4)
-
-
-@settings(max_examples=60, deadline=None)
-@given(m=st.integers(1, 8), k=st.integers(1, 5), n=st.integers(0, 300),
-       seed=st.integers(0, 2 ** 32 - 1))
-def test_assign_rows_gives_each_subtable_its_counts(m, k, n, seed):
-    rng = np.random.default_rng(seed)
-    values = rng.integers(0, m, n)
-    frequencies = np.bincount(values, minlength=m)
-    # A random partition of each value's rows over k sub-tables.
-    counts = np.array([rng.multinomial(f, np.full(k, 1 / k)) for f in frequencies]).T
-    subtable = assign_rows(values, counts, np.random.default_rng(seed + 1))
-    assert subtable.shape == (n,)
-    for i in range(k):
-        for x in range(m):
-            assert int(np.sum((subtable == i) & (values == x))) == counts[i, x]
-
-
-def test_assign_rows_chooses_rows_at_random():
-    """Rows of a value go to sub-table i with probability counts[i, x]/f_x: over 2000 draws
-    each row's share is within 5 binomial sds (sqrt(0.3 * 0.7 / 2000) = 0.010) of 0.3."""
-    values = np.array([0] * 10 + [1] * 5)
-    counts = np.array([[3, 5], [7, 0]])
-    rng = np.random.default_rng(3)
-    draws = 2000
-    in_first = np.zeros(15)
-    for _ in range(draws):
-        in_first += assign_rows(values, counts, rng) == 0
-    assert np.all(np.abs(in_first[:10] / draws - 0.3) < 5 * math.sqrt(0.3 * 0.7 / draws))
-    assert np.all(in_first[10:] == draws)
 
 
 # -- the mechanism on Adult --------------------------------------------------------------------

@@ -4,20 +4,28 @@
 from __future__ import annotations
 
 import math
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ppdp.errors import SchemaError, UndeclaredDomainError
+from ppdp.keyed import make_key
+from ppdp.plans import PublishedRows, RowPlan, execute_in_memory
 from ppdp.randomness import RandomState
 from ppdp.release import Release
 from ppdp.resources import check_memory
+from ppdp.sources import Source, TableSource
 from ppdp.table import Role, Schema, Table
 
 REQUIRED = object()
+
+Progress = Callable[[str, int, int], None]
+"""Told ``(stage, rows done, rows in all)`` as a long publication advances."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,24 @@ class Mechanism(ABC):
     def publish(self, table: Table, *, random_state: RandomState = None) -> Release:
         """Publish the table. ``random_state``: None (OS entropy, the default for real
         releases), an int seed (reproducible, for experiments) or a numpy Generator."""
+
+    def publish_source(self, source: Source, directory: str | os.PathLike[str], *,
+                       random_state: RandomState = None, batch_rows: int | None = None,
+                       overwrite: bool = False, progress: Progress | None = None) -> Path:
+        """Publish a source that need not fit in memory straight into a release directory.
+
+        The rows are read in batches of ``batch_rows``; memory stays bounded by the batch,
+        the domains and a part of the release. ``progress(stage, done, total)`` is told how
+        far each pass has got. The same ``random_state`` gives the same files as
+        ``publish(table).save(directory)``.
+        """
+        if not hasattr(self, "row_plan"):
+            raise NotImplementedError(f"{self.name} cannot publish a source in batches")
+        from ppdp.streaming import publish_rows_streaming
+
+        return publish_rows_streaming(self, source, directory, random_state=random_state,
+                                      batch_rows=batch_rows, overwrite=overwrite,
+                                      progress=progress)
 
     @abstractmethod
     def guarantee(self) -> Any:
@@ -155,6 +181,15 @@ def require_unit_interval(name: str, value: Any) -> float:
     return float(value)
 
 
+def publish_in_memory(mechanism: Mechanism, table: Table, random_state: RandomState
+                      ) -> tuple[RowPlan, PublishedRows]:
+    """Run a row-local mechanism's plan on a table in memory: the plan and its rows."""
+    key = make_key(random_state)
+    source = TableSource(table)
+    plan = mechanism.row_plan(source, key)  # type: ignore[attr-defined]
+    return plan, execute_in_memory(plan, source, key)
+
+
 def publish_rows(table: Table, rng: np.random.Generator,
                  redraw: Callable[[str, np.ndarray], np.ndarray]
                  ) -> tuple[Schema, dict[str, np.ndarray]]:
@@ -175,7 +210,7 @@ def shuffled_positions(n_rows: int, rng: np.random.Generator) -> np.ndarray:
     return positions
 
 
-def require_sensitive(table: Table, mechanism: str, *, exactly_one: bool = False,
+def require_sensitive(table: Table | Source, mechanism: str, *, exactly_one: bool = False,
                       publishing: bool = True) -> tuple[str, ...]:
     """The sensitive columns, checked; when ``publishing``, their domains must be declared."""
     sensitive = table.schema.sensitive
@@ -193,7 +228,7 @@ def require_sensitive(table: Table, mechanism: str, *, exactly_one: bool = False
     return sensitive
 
 
-def require_declared_domains(table: Table, columns: tuple[str, ...] | list[str],
+def require_declared_domains(table: Table | Source, columns: tuple[str, ...] | list[str],
                              mechanism: str, why: str) -> None:
     """Refuse columns whose domains were taken from the data instead of being declared.
 

@@ -9,16 +9,20 @@ towards independence, so no standard error is reported.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from ppdp.guarantees import dbr_guarantee
-from ppdp.mechanisms.base import Mechanism, publish_rows, require_sensitive
+from ppdp.keyed import KeyedStream
+from ppdp.mechanisms.base import Mechanism, publish_in_memory, require_sensitive
+from ppdp.plans import RowPlan
 from ppdp.query import BoundQuery, count_histogram
-from ppdp.randomness import RandomState, make_rng
+from ppdp.randomness import RandomState
 from ppdp.release import RowsRelease
-from ppdp.table import Table
+from ppdp.sources import Source
+from ppdp.table import Role, Table
 
 
 class DBR(Mechanism):
@@ -30,16 +34,30 @@ class DBR(Mechanism):
 
     def publish(self, table: Table, *, random_state: RandomState = None) -> DbrRelease:
         self.check_memory(table)
-        require_sensitive(table, "DBR")
-        rng = make_rng(random_state)
+        plan, rows = publish_in_memory(self, table, random_state)
+        release = DbrRelease(plan.schema, {}, rows.n_rows, rows.codes)
+        release.part_rows = rows.part_rows
+        return release
 
-        def redraw(name: str, values: np.ndarray) -> np.ndarray:
-            frequencies = np.bincount(values, minlength=table.schema[name].size)
-            return rng.choice(len(frequencies), size=table.n_rows,
-                              p=frequencies / table.n_rows).astype(values.dtype)
+    def row_plan(self, source: Source, key: int) -> RowPlan:
+        """The plan: the sensitive marginals (one histogram each), then every row's sensitive
+        values redrawn from them by inverting the cumulative distribution at a keyed draw."""
+        sensitive = require_sensitive(source, "DBR")
+        names = [c.name for c in source.schema.columns if c.role != Role.IGNORED]
+        cumulative = {name: np.cumsum(source.histogram((name,))) / source.n_rows
+                      for name in sensitive}
+        streams = {name: KeyedStream(key, f"redraw/{name}") for name in sensitive}
 
-        schema, codes = publish_rows(table, rng, redraw)
-        return DbrRelease(schema, {}, table.n_rows, codes)
+        def kernel(codes: Mapping[str, np.ndarray], start: int) -> dict[str, np.ndarray]:
+            rows = {name: codes[name] for name in names}
+            for name, cdf in cumulative.items():
+                draws = streams[name].uniform(start, len(codes[name]))
+                redrawn = np.searchsorted(cdf, draws, side="right")
+                # Rounding can leave the last cumulative frequency a hair below 1.
+                rows[name] = np.minimum(redrawn, len(cdf) - 1).astype(codes[name].dtype)
+            return rows
+
+        return RowPlan(self.name, source.schema.select(names), kernel, {})
 
     def guarantee(self) -> Any:
         return dbr_guarantee()

@@ -29,7 +29,7 @@ sqrt(k/gamma) (Section 4.2, "Comparison with randomized response algorithms").
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ import numpy as np
 
 from ppdp.domain import count_domain
 from ppdp.errors import InfeasibleError
+from ppdp.keyed import KeyedStream
 from ppdp.mechanisms.alphabeta import (
     TUPLE_DOMAIN_RISK,
     AlphaBeta,
@@ -46,14 +47,16 @@ from ppdp.mechanisms.alphabeta import (
 from ppdp.mechanisms.base import (
     Mechanism,
     Parameter,
+    publish_in_memory,
     require_declared_domains,
     require_open_unit,
     require_positive,
-    shuffled_positions,
 )
+from ppdp.plans import RowPlan
 from ppdp.query import BoundQuery, count_histogram
-from ppdp.randomness import RandomState, make_rng
+from ppdp.randomness import RandomState
 from ppdp.release import RowsRelease
+from ppdp.sources import Source
 from ppdp.table import Table
 
 MIN_RETENTION = 1e-9
@@ -149,23 +152,35 @@ class FRAPP(Mechanism):
         The view has exactly the table's n rows, so unlike alpha-beta's it cannot outgrow the
         input: only the memory of the copies is stated."""
         self.check_memory(table)
-        domain = TupleDomain.of(table.schema)
-        require_declared_domains(table, domain.columns, "frapp", TUPLE_DOMAIN_RISK)
-        n, m = table.n_rows, domain.size
+        plan, rows = publish_in_memory(self, table, random_state)
+        release = FrappRelease(plan.schema, plan.parameters, rows.n_rows, rows.codes)
+        release.part_rows = rows.part_rows
+        return release
+
+    def row_plan(self, source: Source, key: int) -> RowPlan:
+        """The plan: the retention p from n and m, then per row one keyed draw to keep or
+        replace it and one per column for the replacing tuple."""
+        domain = TupleDomain.of(source.schema)
+        require_declared_domains(source, domain.columns, "frapp", TUPLE_DOMAIN_RISK)
+        n, m = source.n_rows, domain.size
         p = frapp_retention(k=self.k, gamma=self.gamma, n=n, m=m)
-        rng = make_rng(random_state)
-        schema = table.schema.select(domain.columns)
-        replaced = rng.random(n) >= p
-        count = int(replaced.sum())
-        codes = {}
-        for column, size in zip(domain.columns, domain.shape, strict=True):
-            values = table.codes[column].copy()
-            values[replaced] = rng.integers(0, size, size=count)
-            codes[column] = values
-        shuffle = shuffled_positions(n, rng)
-        codes = {c: v[shuffle] for c, v in codes.items()}
+        stream = KeyedStream(key, "replace")
+        width = 1 + len(domain.columns)
+
+        def kernel(codes: Mapping[str, np.ndarray], start: int) -> dict[str, np.ndarray]:
+            count = len(codes[domain.columns[0]])
+            draws = stream.uniform(start, count, width)
+            replaced = draws[:, 0] >= p
+            rows = {}
+            for index, (column, size) in enumerate(zip(domain.columns, domain.shape,
+                                                       strict=True), start=1):
+                values = codes[column].copy()
+                values[replaced] = (draws[replaced, index] * size).astype(values.dtype)
+                rows[column] = values
+            return rows
+
         parameters = {"k": self.k, "gamma": self.gamma, "d": self.k * n / m, "retention": p}
-        return FrappRelease(schema, parameters, n, codes)
+        return RowPlan(self.name, source.schema.select(domain.columns), kernel, parameters)
 
     def guarantee(self, table: Table | None = None, *, n: int | None = None,
                   m: int | None = None) -> FrappGuarantee:

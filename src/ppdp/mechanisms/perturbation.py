@@ -32,21 +32,23 @@ import numpy as np
 import pyarrow as pa
 
 from ppdp.errors import InfeasibleError, SchemaError
+from ppdp.keyed import KeyedStream
 from ppdp.mechanisms.base import (
     Mechanism,
     Parameter,
+    publish_in_memory,
     require_open_unit,
     require_sensitive,
-    shuffled_positions,
 )
+from ppdp.plans import PublishedRows, QuotaAssignment, RowPlan, split_parts
 from ppdp.query import MAX_CUBE_CELLS, BoundQuery, Cube, Predicate, count_histogram, split
-from ppdp.randomness import RandomState, make_rng
+from ppdp.randomness import RandomState
 from ppdp.release import Release, rows_from_arrow, rows_to_arrow
+from ppdp.sources import Source, TableSource
 from ppdp.table import Role, Schema, Table
 
 SUBTABLE_COLUMN = "subtable"
 """The published sub-table of each row, and the key of the sub-table domain file."""
-_CHUNK = 1 << 20
 
 # -- the paper's formulas --------------------------------------------------------------------
 
@@ -169,44 +171,85 @@ class CompoundAttribute:
 
 
 def perturb_within(values: np.ndarray, subtable: np.ndarray, domains: np.ndarray,
-                   gammas: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+                   gammas: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
     """Uniform Perturbation of every row within its sub-table's domain (Eq. 1 with m_i, p_i).
 
     ``values``: compound values; ``subtable``: each row's sub-table; ``domains``: boolean
-    (sub-tables x compound values) membership of SA_i; ``gammas``: gamma_i.
+    (sub-tables x compound values) membership of SA_i; ``gammas``: gamma_i; ``uniforms``: one
+    uniform draw in [0, 1) per row.
     """
     sizes = domains.sum(axis=1)
     retention, _ = uniform_probabilities(gammas, sizes)
     members = (np.flatnonzero(domains.reshape(-1)) % domains.shape[1]).astype(values.dtype)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    perturbed = np.empty_like(values)
-    # In chunks, so that the random draws of 10^7 rows do not all sit in memory at once.
-    for start in range(0, len(values), _CHUNK):
-        part = subtable[start:start + _CHUNK]
-        n = len(part)
-        # With probability 1 - p_i the value is replaced by a uniform draw from SA_i (possibly
-        # itself), which is what makes Pr[x -> x] = p_i + q_i.
-        draw = offsets[part] + (rng.random(n) * sizes[part]).astype(np.int64)
-        keep = rng.random(n) < retention[part]
-        perturbed[start:start + n] = np.where(keep, values[start:start + n], members[draw])
-    return perturbed
+    p, size = retention[subtable], sizes[subtable]
+    # One draw u decides both steps: the value is kept when u < p_i; otherwise (u - p_i) /
+    # (1 - p_i) is uniform on [0, 1) and picks the replacement uniformly from SA_i (possibly
+    # the value itself), which is what makes Pr[x -> x] = p_i + q_i.
+    scaled = np.maximum(uniforms - p, 0.0) / (1.0 - p) * size
+    draw = offsets[subtable] + np.minimum(scaled.astype(np.int64), size - 1)
+    return np.where(uniforms < p, values, members[draw])
 
 
-def publish_perturbed(table: Table, compound: CompoundAttribute, subtable: np.ndarray,
-                      domains: np.ndarray, gammas: np.ndarray, rng: np.random.Generator,
-                      ) -> tuple[Schema, dict[str, np.ndarray], np.ndarray]:
-    """The published columns (sensitive ones perturbed) and sub-table ids, rows shuffled."""
-    if SUBTABLE_COLUMN in table.schema:
+def compound_frequencies(source: Table | Source, compound: CompoundAttribute) -> np.ndarray:
+    """How many rows hold each compound sensitive value (a flat histogram)."""
+    if isinstance(source, Table):
+        source = TableSource(source)
+    return np.asarray(source.histogram(compound.columns)).reshape(-1)
+
+
+def perturbation_plan(mechanism: str, schema: Schema, compound: CompoundAttribute,
+                      domains: np.ndarray, gammas: np.ndarray, parameters: dict[str, Any],
+                      key: int, assignment: QuotaAssignment | None = None) -> RowPlan:
+    """The row plan of Uniform Perturbation within sub-tables: each row's sub-table (from
+    ``assignment``, else the only one), its sensitive value perturbed, the other columns kept."""
+    if SUBTABLE_COLUMN in schema:
         raise SchemaError(f"a column is named {SUBTABLE_COLUMN!r}, the name the release uses "
                           f"for sub-tables; rename it")
-    values = perturb_within(compound.encode(table.codes), subtable, domains, gammas, rng)
-    perturbed = compound.decode(values, table.schema)
-    del values
-    names = [c.name for c in table.schema.columns if c.role != Role.IGNORED]
-    shuffle = shuffled_positions(table.n_rows, rng)
-    codes = {name: (perturbed[name] if name in perturbed else table.codes[name])[shuffle]
-             for name in names}
-    return table.schema.select(names), codes, subtable[shuffle]
+    names = [c.name for c in schema.columns if c.role != Role.IGNORED]
+    published = schema.select(names)
+    stream = KeyedStream(key, "perturb")
+    several = len(gammas) > 1
+
+    def kernel(codes: Mapping[str, np.ndarray], start: int) -> dict[str, np.ndarray]:
+        values = compound.encode(codes)
+        subtable = assignment.labels(start, codes) if assignment is not None \
+            else np.zeros(len(values), dtype=np.uint8)
+        perturbed = compound.decode(
+            perturb_within(values, subtable, domains, gammas, stream.uniform(start, len(values))),
+            schema)
+        rows = {name: perturbed.get(name, codes[name]) for name in names}
+        if several:
+            rows[SUBTABLE_COLUMN] = subtable
+        return rows
+
+    return RowPlan(mechanism, published, kernel, parameters,
+                   passes=assignment.passes if assignment is not None else [],
+                   extra=(SUBTABLE_COLUMN,) if several else (),
+                   tables={"subtables": subtable_domains(published, compound, domains)},
+                   state={"domains": domains})
+
+
+def subtable_domains(schema: Schema, compound: CompoundAttribute,
+                     domains: np.ndarray) -> pa.Table:
+    """The published sub-table domains SA_i: one row per (sub-table, value)."""
+    subtables, values = np.nonzero(domains)
+    return rows_to_arrow(schema.select(compound.columns), compound.decode(values, schema),
+                         {SUBTABLE_COLUMN: subtables.astype(np.int32)})
+
+
+def perturbation_release(release_class: type[PerturbationRelease], plan: RowPlan,
+                         rows: PublishedRows) -> PerturbationRelease:
+    """The in-memory release of a perturbation plan's rows."""
+    codes = dict(rows.codes)
+    n_rows = rows.n_rows
+    subtable = codes.pop(SUBTABLE_COLUMN, None)
+    if subtable is None:
+        subtable = np.zeros(n_rows, dtype=np.uint8)
+    release = release_class(plan.schema, plan.parameters, n_rows, codes, subtable,
+                            plan.state["domains"])
+    release.part_rows = rows.part_rows
+    return release
 
 
 class UniformPerturbation(Mechanism):
@@ -240,22 +283,23 @@ class UniformPerturbation(Mechanism):
     def publish(self, table: Table, *, random_state: RandomState = None) -> PerturbationRelease:
         """Perturb the (compound) sensitive value of every row over the whole domain."""
         self.check_memory(table)
-        compound = self._compound(table)
-        rng = make_rng(random_state)
-        domains = np.ones((1, compound.size), dtype=bool)
-        gammas = np.array([self.gamma])
-        subtable = np.zeros(table.n_rows, dtype=np.uint8)
-        schema, codes, subtable = publish_perturbed(table, compound, subtable, domains, gammas,
-                                                    rng)
-        parameters = {"rho1": self.rho1, "rho2": self.rho2, "gamma": [self.gamma]}
-        return PerturbationRelease(schema, parameters, table.n_rows, codes, subtable, domains)
+        plan, rows = publish_in_memory(self, table, random_state)
+        return perturbation_release(PerturbationRelease, plan, rows)
 
-    def _compound(self, table: Table, *, publishing: bool = True) -> CompoundAttribute:
-        """The table's sensitive attribute, checked to have a value that rho1 protects."""
-        sensitive = require_sensitive(table, "Uniform perturbation", publishing=publishing)
-        compound = CompoundAttribute.of(table.schema, sensitive)
-        protected_values(np.bincount(compound.encode(table.codes), minlength=compound.size),
-                         self.rho1)
+    def row_plan(self, source: Source, key: int) -> RowPlan:
+        """The plan: one sub-table, the whole (compound) domain, gamma of Eq. 6."""
+        compound = self._compound(source)
+        domains = np.ones((1, compound.size), dtype=bool)
+        parameters = {"rho1": self.rho1, "rho2": self.rho2, "gamma": [self.gamma]}
+        return perturbation_plan(self.name, source.schema, compound, domains,
+                                 np.array([self.gamma]), parameters, key)
+
+    def _compound(self, source: Table | Source, *, publishing: bool = True
+                  ) -> CompoundAttribute:
+        """The sensitive attribute, checked to have a value that rho1 protects."""
+        sensitive = require_sensitive(source, "Uniform perturbation", publishing=publishing)
+        compound = CompoundAttribute.of(source.schema, sensitive)
+        protected_values(compound_frequencies(source, compound), self.rho1)
         return compound
 
     def guarantee(self, table: Table | None = None, *, m: int | None = None,
@@ -415,11 +459,9 @@ class PerturbationRelease(Release):
 
     def _tables(self) -> dict[str, pa.Table]:
         extra = {SUBTABLE_COLUMN: self.subtable} if self.n_subtables > 1 else None
-        subtables, values = np.nonzero(self.domains)
-        sensitive = self.schema.select(self.compound.columns)
-        domains = rows_to_arrow(sensitive, self.compound.decode(values, self.schema),
-                                {SUBTABLE_COLUMN: subtables.astype(np.int32)})
-        return {"rows": rows_to_arrow(self.schema, self.codes, extra), "subtables": domains}
+        return {"rows": split_parts(rows_to_arrow(self.schema, self.codes, extra),
+                                    self.part_rows),
+                "subtables": subtable_domains(self.schema, self.compound, self.domains)}
 
     @classmethod
     def _from_tables(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,

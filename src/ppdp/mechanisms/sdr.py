@@ -32,7 +32,8 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from ppdp.errors import InfeasibleError
-from ppdp.mechanisms.base import Mechanism, Parameter, require_sensitive
+from ppdp.keyed import KeyedStream
+from ppdp.mechanisms.base import Mechanism, Parameter, publish_in_memory, require_sensitive
 from ppdp.mechanisms.perturbation import (
     CompoundAttribute,
     PerturbationGuarantee,
@@ -42,12 +43,16 @@ from ppdp.mechanisms.perturbation import (
     amplification_gamma,
     check_delta,
     check_privacy,
+    compound_frequencies,
     error_bound,
+    perturbation_plan,
+    perturbation_release,
     protected_values,
-    publish_perturbed,
     uniform_probabilities,
 )
-from ppdp.randomness import RandomState, make_rng
+from ppdp.plans import QuotaAssignment, RowPlan
+from ppdp.randomness import RandomState
+from ppdp.sources import Source
 from ppdp.table import Table
 
 # -- Phase 1: balancing ----------------------------------------------------------------------
@@ -246,18 +251,6 @@ def perturbation_partition(frequencies: np.ndarray, *, rho1: float, rho2: float,
                      epsilon=float((weights * stats["epsilon"]).sum()))
 
 
-def assign_rows(values: np.ndarray, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Each row's sub-table: counts[i, x] of the rows of value x, chosen at random, go to i."""
-    k = counts.shape[0]
-    order = rng.permutation(len(values))
-    order = order[np.argsort(values[order], kind="stable")]
-    labels = np.repeat(np.tile(np.arange(k, dtype=np.min_scalar_type(max(k - 1, 0))),
-                               counts.shape[1]), counts.T.reshape(-1))
-    subtable = np.empty(len(values), dtype=labels.dtype)
-    subtable[order] = labels
-    return subtable
-
-
 # -- the mechanism ---------------------------------------------------------------------------
 
 
@@ -279,31 +272,31 @@ class PerturbationPartitioning(Mechanism):
         self.rho1, self.rho2 = check_privacy(rho1, rho2)
         self.delta = check_delta(delta)
 
-    def partition(self, table: Table) -> Partition:
+    def partition(self, table: Table | Source) -> Partition:
         """The partition PP finds for this table's (compound) sensitive attribute."""
         sensitive = require_sensitive(table, "Perturbation partitioning", publishing=False)
         compound = CompoundAttribute.of(table.schema, sensitive)
-        frequencies = np.bincount(compound.encode(table.codes), minlength=compound.size)
-        return perturbation_partition(frequencies, rho1=self.rho1, rho2=self.rho2,
-                                      delta=self.delta)
+        return perturbation_partition(compound_frequencies(table, compound), rho1=self.rho1,
+                                      rho2=self.rho2, delta=self.delta)
 
     def publish(self, table: Table, *, random_state: RandomState = None) -> SdrRelease:
         """Partition the table, then perturb each sub-table within its own domain."""
         self.check_memory(table)
-        sensitive = require_sensitive(table, "Perturbation partitioning")
-        compound = CompoundAttribute.of(table.schema, sensitive)
-        values = compound.encode(table.codes)
-        frequencies = np.bincount(values, minlength=compound.size)
-        partition = perturbation_partition(frequencies, rho1=self.rho1, rho2=self.rho2,
-                                           delta=self.delta)
-        rng = make_rng(random_state)
-        subtable = assign_rows(values, partition.counts, rng)
-        del values
-        schema, codes, subtable = publish_perturbed(table, compound, subtable,
-                                                    partition.domains, partition.gammas, rng)
+        plan, rows = publish_in_memory(self, table, random_state)
+        return perturbation_release(SdrRelease, plan, rows)  # type: ignore[return-value]
+
+    def row_plan(self, source: Source, key: int) -> RowPlan:
+        """The plan: the partition (from the sensitive histogram), each row's sub-table by
+        exact quotas (``partition.counts``), then perturbation within the sub-table."""
+        sensitive = require_sensitive(source, "Perturbation partitioning")
+        compound = CompoundAttribute.of(source.schema, sensitive)
+        partition = self.partition(source)
+        assignment = QuotaAssignment(KeyedStream(key, "subtable"), partition.counts,
+                                     compound.encode, compound.columns)
         parameters = {"rho1": self.rho1, "rho2": self.rho2, "delta": self.delta,
                       "gamma": [float(g) for g in partition.gammas]}
-        return SdrRelease(schema, parameters, table.n_rows, codes, subtable, partition.domains)
+        return perturbation_plan(self.name, source.schema, compound, partition.domains,
+                                 partition.gammas, parameters, key, assignment)
 
     def guarantee(self, table: Table | None = None, *, m: int | None = None,
                   n: int | None = None) -> PerturbationGuarantee:

@@ -1,0 +1,284 @@
+"""Mechanisms as plans: summaries, driver-side work, and a kernel per batch of rows.
+
+A row-local mechanism (uniform, sdr, dbr, frapp) is a `RowPlan`: the published schema, zero
+or more *passes* over the rows that build small summaries (`QuotaAssignment` needs two), and a
+*kernel* that maps one batch of encoded rows, given the id of its first row, to its published
+codes. Every random draw is keyed by row id (`ppdp.keyed`), so an executor may cut the rows
+into batches of any size and visit them in any order: the in-memory executor (one batch, the
+reference) and the streaming one (`ppdp.streaming`) publish identical files.
+
+Published rows are shuffled: row r gets a keyed 64-bit rank (stream ``"rank"``), rows are
+published in the order of (rank, r), and a release of more than `ROWS_PER_PART` rows is cut
+into parts by rank, part ``floor(u * parts)`` for ``u = rank / 2^64``, so that each part can be
+sorted on its own and the parts, in order, are the whole sorted table.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from ppdp.keyed import KeyedStream
+from ppdp.sources import DEFAULT_BATCH_ROWS, Source
+from ppdp.table import Schema
+
+ROWS_PER_PART = 1 << 24
+"""Rows per Parquet part of a release (on average): a part is sorted in memory on its own."""
+
+Kernel = Callable[[Mapping[str, np.ndarray], int], dict[str, np.ndarray]]
+
+
+class Pass(Protocol):
+    """One pass over the rows that builds a small summary (before the kernel runs)."""
+
+    columns: tuple[str, ...]
+
+    def update(self, start: int, codes: Mapping[str, np.ndarray]) -> None:
+        """Take one batch into the summary."""
+
+    def finish(self) -> None:
+        """Turn what was taken in into the summary the kernel uses."""
+
+
+@dataclass
+class RowPlan:
+    """A row-local mechanism: what it publishes and how each batch of rows is turned into it.
+
+    ``kernel(codes, start)`` returns the published columns of the batch (the codes of
+    ``schema``'s columns, and ``extra`` columns such as each row's sub-table). ``passes`` run in
+    order, each over every row, before the kernel. ``tables`` are the release's other files
+    (small, public), ``parameters`` its public parameters.
+    """
+
+    mechanism: str
+    schema: Schema
+    kernel: Kernel
+    parameters: dict[str, Any]
+    passes: list[Pass] = field(default_factory=list)
+    extra: tuple[str, ...] = ()
+    tables: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+    """What the mechanism needs to build its in-memory release (never written as such)."""
+
+    @property
+    def input_columns(self) -> tuple[str, ...]:
+        """The columns the kernel and passes read (every published column)."""
+        return self.schema.names
+
+
+def run_passes(passes: Iterable[Pass], source: Source,
+               batch_rows: int = DEFAULT_BATCH_ROWS) -> None:
+    """Feed every batch of the source to each pass in turn, finishing each before the next."""
+    for step in passes:
+        for start, codes in source.batches(batch_rows, step.columns):
+            step.update(start, codes)
+        step.finish()
+
+
+# -- shuffling and parts ---------------------------------------------------------------------
+
+
+def part_count(n_rows: int) -> int:
+    """How many parts a release of ``n_rows`` rows is written in."""
+    return max(1, math.ceil(n_rows / ROWS_PER_PART))
+
+
+def row_ranks(key: int, start: int, count: int) -> np.ndarray:
+    """The keyed 64-bit ranks that order rows ``start .. start + count - 1`` in the release."""
+    return KeyedStream(key, "rank").raw(start, count)
+
+
+def part_of(ranks: np.ndarray, parts: int) -> np.ndarray:
+    """The part of each rank: ``floor(rank / 2^64 * parts)``, non-decreasing in the rank."""
+    if parts == 1:
+        return np.zeros(len(ranks), dtype=np.int64)
+    return (ranks >> np.uint64(11)).astype(np.float64).__mul__(parts * 2.0 ** -53) \
+        .astype(np.int64)
+
+
+def rank_order(ranks: np.ndarray, row_ids: np.ndarray | None = None) -> np.ndarray:
+    """Positions of the rows in release order: by rank, ties by row id (``row_ids``, or the
+    positions themselves when the rows are in row-id order)."""
+    if row_ids is None:
+        return np.argsort(ranks, kind="stable")
+    return np.lexsort((row_ids, ranks))
+
+
+# -- exact quotas ------------------------------------------------------------------------------
+
+
+class QuotaAssignment:
+    """Labels rows so that exactly ``counts[i, v]`` of the rows of value v get label i.
+
+    The rows of each value are taken in a keyed random order, by the key (h, r) of row r, where
+    h holds the top bits of the row's draw from ``stream``; the first ``counts[0, v]`` get label
+    0, the next ``counts[1, v]`` label 1, and so on. The order is found without sorting all rows:
+    a first pass counts each value's rows in 2^b bins of h, a second collects the few rows of the
+    bins where a label changes and finds there the key where it changes (its threshold); the
+    kernel then labels a row by comparing its key with its value's thresholds. Any batching
+    gives the same labels.
+
+    ``value_of(codes)`` gives each row's value in ``0 .. m - 1`` (m = counts.shape[1]).
+    """
+
+    _MAX_CELLS = 1 << 22
+
+    def __init__(self, stream: KeyedStream, counts: np.ndarray,
+                 value_of: Callable[[Mapping[str, np.ndarray]], np.ndarray],
+                 columns: Sequence[str]) -> None:
+        self.stream = stream
+        self.counts = np.asarray(counts, dtype=np.int64)
+        self.value_of = value_of
+        self.columns = tuple(columns)
+        labels, m = self.counts.shape
+        self.label_dtype = np.min_scalar_type(max(labels - 1, 0))
+        # The value's code in the high bits of one sortable word, the draw in the rest.
+        self._value_bits = max(1, math.ceil(math.log2(max(m, 2))))
+        self._bin_bits = int(np.clip(math.floor(math.log2(self._MAX_CELLS / m)), 1, 16))
+        self._binned = np.zeros(m << self._bin_bits, dtype=np.int64)
+        self._boundary: dict[str, np.ndarray] = {}
+        self._collected: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._thresholds: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._stage = 0
+
+    # The two passes share update/finish: the first bins, the second collects.
+    def update(self, start: int, codes: Mapping[str, np.ndarray]) -> None:
+        values = np.asarray(self.value_of(codes), dtype=np.int64)
+        draws = self.stream.raw(start, len(values))
+        cells = (values << self._bin_bits) | (draws >> np.uint64(64 - self._bin_bits)) \
+            .astype(np.int64)
+        if self._stage == 0:
+            self._binned += np.bincount(cells, minlength=len(self._binned))
+            return
+        hit = np.isin(cells, self._boundary["cells"])
+        if hit.any():
+            rows = np.flatnonzero(hit)
+            self._collected.append((cells[rows], self._sort_key(values[rows], draws[rows]),
+                                    rows + start))
+
+    def finish(self) -> None:
+        if self._stage == 0:
+            self._find_boundaries()
+        else:
+            self._find_thresholds()
+        self._stage += 1
+
+    @property
+    def passes(self) -> list[QuotaAssignment]:
+        """The two passes this assignment needs (itself, twice)."""
+        return [self, self]
+
+    def _sort_key(self, values: np.ndarray, draws: np.ndarray) -> np.ndarray:
+        shift = np.uint64(self._value_bits)
+        return (values.astype(np.uint64) << np.uint64(64 - self._value_bits)) | (draws >> shift)
+
+    def _find_boundaries(self) -> None:
+        labels, m = self.counts.shape
+        binned = self._binned.reshape(m, -1)
+        totals = binned.sum(axis=1)
+        if not np.array_equal(totals, self.counts.sum(axis=0)):
+            raise ValueError("the quotas do not add up to the rows of each value")
+        # Position where label i + 1 starts in each value's order, i = 0 .. labels - 2.
+        starts = np.cumsum(self.counts, axis=0)[:-1].T  # (m, labels - 1)
+        cumulative = np.cumsum(binned, axis=1)
+        value = np.repeat(np.arange(m), labels - 1)
+        flat = starts.reshape(-1)
+        inside = (flat > 0) & (flat < totals[value])
+        bins = np.array([np.searchsorted(cumulative[v], s, side="right")
+                         for v, s in zip(value[inside], flat[inside], strict=True)],
+                        dtype=np.int64)
+        before = np.where(bins > 0, cumulative[value[inside], np.maximum(bins - 1, 0)], 0)
+        self._boundary = {"inside": inside, "value": value, "flat": flat,
+                          "cell": (value[inside] << self._bin_bits) | bins,
+                          "offset": flat[inside] - before,
+                          "cells": np.unique((value[inside] << self._bin_bits) | bins)}
+        self._binned = np.zeros(0, dtype=np.int64)
+
+    def _find_thresholds(self) -> None:
+        labels, m = self.counts.shape
+        boundary = self._boundary
+        len(boundary["flat"])
+        # A label that starts at position 0 starts before every row of its value; one that
+        # starts after the last row, after every row of it.
+        first = boundary["flat"] <= 0
+        draw = np.where(first, np.uint64(0), np.iinfo(np.uint64).max).astype(np.uint64)
+        key = self._sort_key(boundary["value"], draw)
+        row = np.where(first, -1, np.iinfo(np.int64).max).astype(np.int64)
+        if self._collected:
+            cells, keys, rows = (np.concatenate(parts) for parts in zip(*self._collected,
+                                                                        strict=True))
+        else:
+            cells = keys = rows = np.zeros(0, dtype=np.int64)
+        order = np.lexsort((rows, keys, cells))
+        cells, keys, rows = cells[order], keys[order], rows[order]
+        where = np.flatnonzero(boundary["inside"])
+        for index, cell, offset in zip(where, boundary["cell"], boundary["offset"], strict=True):
+            begin = np.searchsorted(cells, cell, side="left")
+            key[index], row[index] = keys[begin + offset], rows[begin + offset]
+        # Keys of value v sort after every key of smaller values: one sorted array for all.
+        self._thresholds = (key, row, np.arange(m + 1) * (labels - 1))
+        self._collected = []
+
+    def labels(self, start: int, codes: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Each row's label (call after both passes)."""
+        assert self._thresholds is not None, "run both passes first"
+        keys_at, rows_at, offsets = self._thresholds
+        values = np.asarray(self.value_of(codes), dtype=np.int64)
+        keys = self._sort_key(values, self.stream.raw(start, len(values)))
+        rows = np.arange(start, start + len(values), dtype=np.int64)
+        # Thresholds of value v are sorted and below those of v + 1, so searching all of them
+        # and subtracting v's offset counts v's thresholds below the row's key.
+        label = np.searchsorted(keys_at, keys, side="left") - offsets[values]
+        # Equal keys (rare): a threshold is passed when the row id is not below it.
+        while True:
+            end = offsets[values + 1]
+            index = offsets[values] + label
+            tied = (index < end)
+            tied[tied] = keys_at[index[tied]] == keys[tied]
+            tied[tied] = rows[tied] >= rows_at[index[tied]]
+            if not tied.any():
+                return label.astype(self.label_dtype)
+            label[tied] += 1
+
+
+# -- the in-memory executor ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PublishedRows:
+    """A row plan's output in release order: code arrays and the rows of each part."""
+
+    codes: dict[str, np.ndarray]
+    part_rows: tuple[int, ...]
+
+    @property
+    def n_rows(self) -> int:
+        return int(sum(self.part_rows))
+
+
+def execute_in_memory(plan: RowPlan, source: Source, key: int) -> PublishedRows:
+    """Run a row plan on a source held in memory, as one batch (the reference executor)."""
+    n_rows = source.n_rows
+    whole = max(n_rows, 1)
+    run_passes(plan.passes, source, whole)
+    _, codes = next(iter(source.batches(whole, plan.input_columns)), (0, {}))
+    published = plan.kernel(codes, 0)
+    ranks = row_ranks(key, 0, n_rows)
+    order = rank_order(ranks)
+    parts = part_count(n_rows)
+    part_rows = np.bincount(part_of(ranks, parts), minlength=parts)
+    return PublishedRows({name: values[order] for name, values in published.items()},
+                         tuple(int(r) for r in part_rows))
+
+
+def split_parts(table: Any, part_rows: Sequence[int] | None) -> Any:
+    """A published Arrow table as its parts (a list), or itself when it has one part."""
+    if part_rows is None or len(part_rows) <= 1:
+        return table
+    bounds = np.concatenate([[0], np.cumsum(part_rows)])
+    return [table.slice(int(a), int(b - a)) for a, b in itertools.pairwise(bounds)]

@@ -1,0 +1,363 @@
+"""A CSV or Parquet file, or a polars LazyFrame, read in batches: a Source that needs no memory
+for its rows.
+
+`scan_table` follows `ppdp.read_table`'s rules (the same stripping, missing-value tokens,
+typing of text columns, declared and observed domains) in two kinds of pass over the file:
+
+1. a *domain pass* counts, batch by batch, the distinct cleaned values of every column; the
+   typing rule of each text column and each column's domain follow from them;
+2. every later pass (the plan's summaries, the kernel) reads batches and encodes them against
+   those domains.
+
+Both work on dictionaries: a batch's column is dictionary-encoded (Parquet text is read as a
+dictionary to begin with), only the dictionary is cleaned, typed and looked up in the domain,
+and the rows take their codes through their dictionary indices. Rows with missing values are
+refused, or dropped with ``missing="drop"``; a row's id is its position among the kept rows.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ppdp.declared_domains import resolve_domains
+from ppdp.errors import MissingValuesError, SchemaError
+from ppdp.io import (
+    _MISSING_CHOICES,
+    _NON_NUMERIC_CHOICES,
+    _PARQUET_SUFFIXES,
+    DEFAULT_NA_VALUES,
+    TextRule,
+    _check_columns,
+    _clean_column,
+    _is_text,
+    _is_text_domain,
+    _keep,
+    _missing_message,
+    _reason,
+    apply_text_rule,
+    csv_layout,
+    text_rule,
+)
+from ppdp.sources import DEFAULT_BATCH_ROWS, Batch
+from ppdp.table import Column, Schema, Table, encode_column
+
+__all__ = ["ScanSource", "scan_table"]
+
+
+def scan_table(
+    source: str | os.PathLike[str] | Any,
+    *,
+    sensitive: Sequence[str] | str | None = None,
+    quasi_identifiers: Sequence[str] | str | None = None,
+    columns: Sequence[str] | None = None,
+    sep: str | None = None,
+    header: bool = True,
+    names: Sequence[str] | None = None,
+    skip_rows: int = 0,
+    na_values: Sequence[str] | None = DEFAULT_NA_VALUES,
+    missing: str = "error",
+    domains: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    observed_domains: bool = False,
+    non_numeric: str = "error",
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+) -> ScanSource:
+    """Open a CSV or Parquet file (or a polars LazyFrame) as a Source read in batches.
+
+    The options are `ppdp.read_table`'s; the domain pass runs here, so errors about the
+    data (missing values, values outside a declared domain) are raised before any publishing.
+    """
+    if missing not in _MISSING_CHOICES:
+        raise ValueError(f"missing must be 'error' or 'drop', not {missing!r}")
+    if non_numeric not in _NON_NUMERIC_CHOICES:
+        raise ValueError(f"non_numeric must be 'error', 'missing' or 'text', not {non_numeric!r}")
+    reader = _reader(source, _keep(columns), sep=sep, header=header, names=names,
+                     skip_rows=skip_rows)
+    return ScanSource(reader, na=sorted({str(v) for v in (na_values or ())}), missing=missing,
+                      domains=resolve_domains(domains), non_numeric=non_numeric,
+                      sensitive=sensitive, quasi_identifiers=quasi_identifiers,
+                      observed_domains=observed_domains, batch_rows=batch_rows)
+
+
+class _Reader:
+    """Batches of raw Arrow columns from one input, always in the same order."""
+
+    def __init__(self, label: str, names: list[str], typed: bool, stem: str | None) -> None:
+        self.label, self.names, self.typed, self.stem = label, names, typed, stem
+
+    def batches(self, batch_rows: int, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+        raise NotImplementedError
+
+
+class _ParquetReader(_Reader):
+    def __init__(self, path: Path, keep: list[str] | None) -> None:
+        try:
+            with pq.ParquetFile(path) as file:
+                names = file.schema_arrow.names
+                text = [field.name for field in file.schema_arrow if _is_text(field.type)]
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise SchemaError(f"cannot read Parquet file {path} (is it a complete Parquet "
+                              f"file?): {_reason(exc)}") from exc
+        if keep is not None:
+            _check_columns(keep, names)
+        super().__init__(str(path), keep or names, True, path.stem)
+        self.path, self.text = path, text
+
+    def batches(self, batch_rows: int, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+        # Text read as dictionaries: each batch's values are decoded and cleaned once each.
+        with pq.ParquetFile(self.path, read_dictionary=[c for c in columns if c in self.text]
+                            ) as file:
+            yield from file.iter_batches(batch_size=batch_rows, columns=list(columns))
+
+
+class _CsvReader(_Reader):
+    def __init__(self, path: Path, keep: list[str] | None, **options: Any) -> None:
+        self.layout = csv_layout(path, keep, **options)
+        super().__init__(str(path), keep or self.layout.field_names, False, path.stem)
+        self.path = path
+
+    def batches(self, batch_rows: int, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.csv as pacsv
+
+        layout = self.layout
+        reader = pacsv.open_csv(
+            self.path,
+            read_options=pacsv.ReadOptions(skip_rows=layout.skip_rows,
+                                           column_names=layout.field_names,
+                                           block_size=max(1 << 20, batch_rows * 16)),
+            parse_options=layout.parse_options,
+            convert_options=layout.convert_options(list(columns)))
+        skip_header = layout.header
+        for batch in reader:
+            if skip_header:
+                batch, skip_header = batch.slice(1), False
+            yield batch
+
+
+class _LazyFrameReader(_Reader):
+    def __init__(self, frame: Any, keep: list[str] | None) -> None:
+        names = list(frame.collect_schema().names())
+        if keep is not None:
+            _check_columns(keep, names)
+        super().__init__(f"the polars {type(frame).__name__}", keep or names, False, None)
+        self.frame = frame
+
+    def batches(self, batch_rows: int, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+        for frame in self.frame.select(list(columns)).collect_batches(chunk_size=batch_rows):
+            yield from frame.to_arrow().to_batches()
+
+
+def _reader(source: Any, keep: list[str] | None, **options: Any) -> _Reader:
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        if not path.exists():
+            raise FileNotFoundError(f"no such file: {path}")
+        if path.is_dir():
+            raise SchemaError(f"cannot read {path}: it is a directory, not a CSV or Parquet file")
+        if path.suffix.lower() in _PARQUET_SUFFIXES:
+            return _ParquetReader(path, keep)
+        return _CsvReader(path, keep, **options)
+    if type(source).__module__.split(".")[0] == "polars" and hasattr(source, "collect_batches"):
+        return _LazyFrameReader(source, keep)
+    raise TypeError(f"a source read in batches is a CSV or Parquet file or a polars LazyFrame, "
+                    f"not {type(source).__name__}")
+
+
+class ScanSource:
+    """A table read in batches, encoded against domains found by a first pass (see module)."""
+
+    def __init__(self, reader: _Reader, *, na: list[str], missing: str,
+                 domains: dict[str, Any], non_numeric: str, sensitive: Any,
+                 quasi_identifiers: Any, observed_domains: bool, batch_rows: int) -> None:
+        self._reader, self._na, self._missing = reader, na, missing
+        self._non_numeric = non_numeric
+        self.name = reader.stem
+        self._rules: dict[str, TextRule] = {}
+        unknown = sorted(set(domains) - set(reader.names))
+        if unknown:
+            _check_columns(unknown, reader.names)
+        counts = self._count_values(batch_rows)
+        # Text columns of a CSV file or LazyFrame are typed by their values, unless a text
+        # domain is declared (read_table's rule).
+        if not reader.typed:
+            for name, (values, cells) in counts.items():
+                if _is_text(values.type) and not _is_text_domain(domains.get(name)):
+                    self._rules[name] = text_rule(name, values, cells,
+                                                  non_numeric=non_numeric, source=reader.label)
+            if any(rule.missing is not None for rule in self._rules.values()) \
+                    and missing == "drop":
+                # Cells read as missing drop their rows, which may hold other values.
+                counts = self._count_values(batch_rows)
+        columns, self._lookups, self._marginals = [], {}, {}
+        for name in reader.names:
+            values, cells = counts[name]
+            values = self._typed(name, values)
+            present = pc.is_valid(values)
+            missing_cells = pc.sum(pc.filter(cells, pc.invert(present))).as_py() or 0
+            self._check_missing(name, missing_cells)
+            values, cells = pc.filter(values, present), pc.filter(cells, present)
+            column, _ = encode_column(name, pc.unique(values), "quasi-identifier",
+                                          domains.get(name))
+            columns.append(column)
+            self._lookups[name] = column
+            counted = pc.index_in(values, value_set=column.dictionary()).to_numpy(
+                zero_copy_only=False)
+            self._marginals[name] = np.bincount(counted, weights=cells.to_numpy(),
+                                                minlength=column.size).astype(np.int64)
+        self.n_rows = int(self._marginals[reader.names[0]].sum()) if reader.names else 0
+        if self.n_rows == 0:
+            raise SchemaError(f"cannot build a table from {reader.label}: it has no rows"
+                              if not self._dropped else f"cannot build a table from "
+                              f"{reader.label}: all rows held missing values")
+        schema = Schema(tuple(columns)).with_roles(sensitive=sensitive,
+                                                   quasi_identifiers=quasi_identifiers)
+        if observed_domains:
+            schema = Table(schema, {c.name: np.zeros(0, c.dtype) for c in schema.columns}) \
+                .declare_observed_domains().schema
+        self.schema = schema
+        self._histograms: dict[tuple[str, ...], np.ndarray] = {}
+
+    @property
+    def dropped_rows(self) -> int:
+        """Rows left out because they held missing values (``missing="drop"``)."""
+        return self._dropped
+
+    # -- the domain pass -------------------------------------------------------------------
+
+    def _count_values(self, batch_rows: int) -> dict[str, tuple[pa.Array, pa.Array]]:
+        """Every column's distinct cleaned values and their cell counts (of kept rows)."""
+        names = self._reader.names
+        parts: dict[str, list[pa.Table]] = {name: [] for name in names}
+        self._dropped = 0
+        self._missing_cells = dict.fromkeys(names, 0)
+        for batch in self._reader.batches(batch_rows, names):
+            cleaned = {name: self._dictionary(name, batch.column(name)) for name in names}
+            keep = self._kept_rows(cleaned)
+            for name, (dictionary, indices) in cleaned.items():
+                if keep is not None:
+                    indices = indices[keep]
+                counts = np.bincount(indices[indices >= 0], minlength=len(dictionary))
+                parts[name].append(pa.table({"value": dictionary, "cells": counts}))
+        result = {}
+        for name in names:
+            table = pa.concat_tables(parts[name]) if parts[name] else \
+                pa.table({"value": pa.array([], pa.string()), "cells": pa.array([], pa.int64())})
+            grouped = table.group_by("value", use_threads=False).aggregate([("cells", "sum")])
+            grouped = grouped.filter(pc.greater(grouped.column("cells_sum"), 0))
+            missing = self._missing_cells[name]
+            values = grouped.column("value").combine_chunks()
+            cells = grouped.column("cells_sum").combine_chunks()
+            if missing:
+                values = pa.concat_arrays([values, pa.nulls(1, values.type)])
+                cells = pa.concat_arrays([cells, pa.array([missing], pa.int64())])
+            result[name] = (values, cells)
+        return result
+
+    def _kept_rows(self, cleaned: Mapping[str, tuple[pa.Array, np.ndarray]]
+                   ) -> np.ndarray | None:
+        """Rows with no missing value (None: all), counting the missing cells of each column."""
+        missing = {name: indices < 0 for name, (_, indices) in cleaned.items()}
+        if not any(m.any() for m in missing.values()):
+            return None
+        for name, m in missing.items():
+            self._missing_cells[name] += int(m.sum())
+        if self._missing == "error":
+            return None
+        keep = ~np.logical_or.reduce(list(missing.values()))
+        self._dropped += int((~keep).sum())
+        return keep
+
+    def _check_missing(self, name: str, cells: int) -> None:
+        if self._missing == "error" and any(self._missing_cells.values()):
+            counts = {n: c for n, c in self._missing_cells.items() if c}
+            raise MissingValuesError(_missing_message(counts))
+
+    # -- cleaning and encoding on dictionaries ---------------------------------------------
+
+    def _typed(self, name: str, values: pa.Array) -> pa.Array:
+        rule = self._rules.get(name)
+        return values if rule is None else apply_text_rule(values, rule)
+
+    def _dictionary(self, name: str, array: pa.Array) -> tuple[pa.Array, np.ndarray]:
+        """A batch column as its cleaned, typed distinct values and each row's index into them
+        (-1 where the row's value is missing)."""
+        if not pa.types.is_dictionary(array.type):
+            array = pc.dictionary_encode(array)
+        dictionary = _clean_column(name, pa.chunked_array([array.dictionary]), self._na,
+                                   infer=False).combine_chunks()
+        dictionary = self._typed(name, dictionary)
+        indices = array.indices.to_numpy(zero_copy_only=False)
+        if array.indices.null_count:
+            indices = np.where(array.indices.is_valid().to_numpy(zero_copy_only=False),
+                               indices, -1)
+        valid = dictionary.is_valid().to_numpy(zero_copy_only=False)
+        if not valid.all():
+            lookup = np.where(valid, np.arange(len(dictionary)), -1)
+            indices = np.where(indices >= 0, lookup[np.maximum(indices, 0)], -1)
+        return dictionary, indices.astype(np.int64, copy=False)
+
+    def _encode(self, name: str, array: pa.Array) -> np.ndarray:
+        """A batch column's codes in the column's domain (-1 for a missing value)."""
+        column: Column = self._lookups[name]
+        dictionary, indices = self._dictionary(name, array)
+        value_set = column.dictionary()
+        if not dictionary.type.equals(value_set.type):
+            dictionary = pc.cast(dictionary, value_set.type)
+        lookup = pc.index_in(dictionary, value_set=value_set)
+        # -2: a value outside the domain, an error unless its row is dropped for a missing
+        # value elsewhere (the domain pass saw only the kept rows).
+        codes = pc.fill_null(lookup, -2).to_numpy(zero_copy_only=False).astype(np.int64)
+        return np.where(indices >= 0, codes[np.maximum(indices, 0)], -1)
+
+    def _outside_error(self, name: str, codes: np.ndarray, array: pa.Array) -> SchemaError:
+        outside = pc.unique(pc.filter(array, pa.array(codes == -2))).to_pylist()[:5]
+        return SchemaError(f"column {name!r} holds values outside its domain: {outside} (did "
+                           f"the input change since it was opened?)")
+
+    # -- the Source interface --------------------------------------------------------------
+
+    def batches(self, batch_rows: int = DEFAULT_BATCH_ROWS,
+                columns: Sequence[str] | None = None) -> Iterator[Batch]:
+        """Encoded batches in order; rows with a missing value (in any column) dropped."""
+        names = self.schema.names if columns is None else tuple(columns)
+        # Missing values must be looked for in every column to drop the same rows each time.
+        read = self._reader.names if self._dropped else names
+        start = 0
+        for batch in self._reader.batches(batch_rows, read):
+            codes = {name: self._encode(name, batch.column(name)) for name in read}
+            if self._dropped:
+                keep = ~np.logical_or.reduce([c == -1 for c in codes.values()])
+                batch = batch.filter(pa.array(keep))
+                codes = {name: c[keep] for name, c in codes.items()}
+            for name in names:
+                if codes[name].size and codes[name].min() < 0:
+                    raise self._outside_error(name, codes[name], batch.column(name))
+            out = {name: codes[name].astype(self.schema[name].dtype) for name in names}
+            count = len(next(iter(codes.values()))) if codes else batch.num_rows
+            if count:
+                yield start, out
+            start += count
+
+    def histogram(self, columns: Sequence[str]) -> np.ndarray:
+        """Counts over the product of the columns' domains, from one pass (kept)."""
+        columns = tuple(columns)
+        if not columns:
+            return np.asarray(self.n_rows)
+        if len(columns) == 1:
+            return self._marginals[columns[0]]
+        if columns not in self._histograms:
+            sizes = [self.schema[c].size for c in columns]
+            counts = np.zeros(int(np.prod(sizes)), dtype=np.int64)
+            for _, codes in self.batches(DEFAULT_BATCH_ROWS, columns):
+                key = np.ravel_multi_index(tuple(codes[c] for c in columns), sizes)
+                counts += np.bincount(key, minlength=len(counts))
+            self._histograms[columns] = counts.reshape(sizes)
+        return self._histograms[columns]
+

@@ -1,0 +1,56 @@
+"""Where a mechanism's rows come from: a Table in memory, or a file or LazyFrame scanned in batches.
+
+Both kinds of source answer the same three questions, which is all a mechanism's plan asks:
+the schema (roles and domains), the number of rows, and contingency tables (``histogram``),
+and both hand out the encoded rows as batches ``(first row id, codes by column)``. A row's id
+is its position among the rows read (after any rows with missing values are dropped), so the
+keyed draws of `ppdp.keyed` give the same release from either source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from ppdp.table import Schema, Table
+
+Batch = tuple[int, dict[str, np.ndarray]]
+"""A batch of rows: the id of its first row, and its code arrays by column."""
+
+DEFAULT_BATCH_ROWS = 1 << 20
+
+
+class Source(Protocol):
+    """Rows to publish: a schema, a row count, contingency tables and batches of codes."""
+
+    schema: Schema
+    n_rows: int
+    name: str | None
+
+    def histogram(self, columns: Sequence[str]) -> np.ndarray:
+        """Counts over the product of the columns' domains (a 0-d array for no columns)."""
+
+    def batches(self, batch_rows: int = DEFAULT_BATCH_ROWS,
+                columns: Sequence[str] | None = None) -> Iterator[Batch]:
+        """The rows in order, ``batch_rows`` at a time (the last batch may be shorter)."""
+
+
+class TableSource:
+    """A Table in memory as a Source (the reference every other source is checked against)."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.schema = table.schema
+        self.n_rows = table.n_rows
+        self.name = table.name
+
+    def histogram(self, columns: Sequence[str]) -> np.ndarray:
+        return self.table.cube.histogram(tuple(columns))
+
+    def batches(self, batch_rows: int = DEFAULT_BATCH_ROWS,
+                columns: Sequence[str] | None = None) -> Iterator[Batch]:
+        names = self.schema.names if columns is None else tuple(columns)
+        for start in range(0, self.n_rows, batch_rows):
+            yield start, {n: self.table.codes[n][start:start + batch_rows] for n in names}

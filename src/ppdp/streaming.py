@@ -1,0 +1,148 @@
+"""The streaming executor of row plans: a release written batch by batch, in bounded memory.
+
+The executor runs a mechanism's `ppdp.plans.RowPlan` over a `ppdp.sources.Source` that need
+not fit in memory:
+
+1. each summary pass of the plan reads every batch;
+2. the kernel publishes each batch; its rows, with their keyed ranks and row ids, are appended
+   to the spill file of their part (Arrow IPC, inside the staging directory);
+3. each part is read back alone, put in release order (rank, then row id) and written as
+   Parquet, exactly as the in-memory executor writes the same part;
+4. ``release.json`` is written last and the staging directory is committed atomically
+   (`ppdp.storage`): an interrupted run leaves no directory that loads.
+
+Memory is the batch, the plan's summaries (domain-sized) and one part (`ROWS_PER_PART` rows
+on average), whatever the number of rows.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from ppdp.keyed import make_key
+from ppdp.plans import RowPlan, part_count, part_of, rank_order, row_ranks
+from ppdp.randomness import RandomState
+from ppdp.release import (
+    part_names,
+    require_replaceable_release,
+    rows_to_arrow,
+    write_metadata,
+    write_parquet,
+)
+from ppdp.sources import DEFAULT_BATCH_ROWS, Source
+from ppdp.storage import commit_directory, staged_directory
+
+if TYPE_CHECKING:
+    from ppdp.mechanisms.base import Mechanism, Progress
+
+_RANK, _ROW = "__rank", "__row"
+
+
+def check_target(target: Path, overwrite: bool) -> None:
+    """Refuse a target that exists (unless ``overwrite`` and it holds only a release) before
+    any work is done."""
+    if os.path.lexists(target):
+        if not overwrite:
+            raise FileExistsError(f"{target} already exists; choose another directory or "
+                                  f"pass overwrite=True (CLI: --overwrite)")
+        require_replaceable_release(target)
+
+
+def publish_rows_streaming(mechanism: Mechanism, source: Source,
+                           directory: str | os.PathLike[str], *,
+                           random_state: RandomState = None, batch_rows: int | None = None,
+                           overwrite: bool = False, progress: Progress | None = None) -> Path:
+    """Publish a row-local mechanism over a source, batch by batch, into ``directory``."""
+    target = Path(directory)
+    check_target(target, overwrite)
+    batch_rows = batch_rows or DEFAULT_BATCH_ROWS
+    key = make_key(random_state)
+    plan: RowPlan = mechanism.row_plan(source, key)  # type: ignore[attr-defined]
+    report = progress or _silent
+    n_rows = source.n_rows
+    for index, step in enumerate(plan.passes, start=1):
+        done = 0
+        for start, codes in source.batches(batch_rows, step.columns):
+            step.update(start, codes)
+            done += len(next(iter(codes.values()))) if codes else 0
+            report(f"summary pass {index}", done, n_rows)
+        step.finish()
+    parts = part_count(n_rows)
+    names = part_names("rows", parts)
+    with staged_directory(target) as staging:
+        spill = staging / ".spill"
+        spill.mkdir()
+        _spill(plan, source, key, parts, spill, batch_rows, report)
+        digests = {}
+        for index, name in enumerate(names):
+            digests[name] = write_parquet(staging / name, _part_table(plan, spill, index))
+            report("writing parts", index + 1, parts)
+        spill.rmdir()
+        files: dict[str, str | list[str]] = {"rows": names[0] if parts == 1 else names}
+        for stem, table in plan.tables.items():
+            name = f"{stem}.parquet"
+            digests[name] = write_parquet(staging / name, table)
+            files[stem] = name
+        write_metadata(staging, plan.mechanism, plan.parameters, n_rows, plan.schema, files,
+                       digests)
+        commit_directory(staging, target, overwrite=overwrite,
+                         replaceable=require_replaceable_release)
+    return target
+
+
+def _spill(plan: RowPlan, source: Source, key: int, parts: int, spill: Path,
+           batch_rows: int, report: Progress) -> None:
+    """Publish every batch and append its rows to their parts' spill files."""
+    writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
+    try:
+        done = 0
+        for start, codes in source.batches(batch_rows, plan.input_columns):
+            rows = plan.kernel(codes, start)
+            count = len(next(iter(rows.values())))
+            ranks = row_ranks(key, start, count)
+            batch = pa.record_batch({**{name: pa.array(values) for name, values in rows.items()},
+                                     _RANK: pa.array(ranks),
+                                     _ROW: pa.array(np.arange(start, start + count))})
+            part = part_of(ranks, parts)
+            order = np.argsort(part, kind="stable")
+            bounds = np.searchsorted(part[order], np.arange(parts + 1))
+            for index in np.flatnonzero(np.diff(bounds)):
+                if index not in writers:
+                    writers[index] = pa.ipc.new_file(spill / f"{index}.arrow", batch.schema)
+                writers[index].write_batch(batch.take(order[bounds[index]:bounds[index + 1]]))
+            done += count
+            report("publishing rows", done, source.n_rows)
+    finally:
+        for writer in writers.values():
+            writer.close()
+
+
+def _part_table(plan: RowPlan, spill: Path, index: int) -> pa.Table:
+    """One part's rows in release order, as the release's Arrow table (spill file removed)."""
+    path = spill / f"{index}.arrow"
+    columns = (*plan.schema.names, *plan.extra)
+    if path.exists():
+        with pa.memory_map(str(path)) as handle:
+            table = pa.ipc.open_file(handle).read_all()
+        order = rank_order(table.column(_RANK).to_numpy(), table.column(_ROW).to_numpy())
+        codes = {name: table.column(name).to_numpy()[order] for name in columns}
+        del table
+        path.unlink()
+    else:
+        codes = {name: np.zeros(0, dtype=np.uint8) for name in columns}
+    return _rows_table(plan, codes)
+
+
+def _rows_table(plan: RowPlan, codes: Mapping[str, np.ndarray]) -> pa.Table:
+    extra = {name: codes[name] for name in plan.extra}
+    return rows_to_arrow(plan.schema, codes, extra or None)
+
+
+def _silent(stage: str, done: int, total: int) -> None:
+    return None

@@ -1,0 +1,79 @@
+"""Plans: exact quotas by keyed order, release order by keyed rank, parts."""
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ppdp.keyed import KeyedStream
+from ppdp.plans import QuotaAssignment, part_of, rank_order, row_ranks
+
+
+def assign(values, counts, key, batch_rows, order=None):
+    """Labels from a QuotaAssignment fed in batches (in ``order`` of batch index)."""
+    assignment = QuotaAssignment(KeyedStream(key, "quota"), counts, lambda c: c["v"], ["v"])
+    batches = [(start, {"v": values[start:start + batch_rows]})
+               for start in range(0, len(values), batch_rows)]
+    visit = batches if order is None else [batches[i] for i in order(len(batches))]
+    for step in assignment.passes:
+        for start, codes in visit:
+            step.update(start, codes)
+        step.finish()
+    labels = [assignment.labels(start, codes) for start, codes in batches]
+    return np.concatenate(labels) if labels else np.zeros(0, dtype=assignment.label_dtype)
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(1, 8), k=st.integers(1, 5), n=st.integers(0, 300),
+       seed=st.integers(0, 2 ** 32 - 1), batch_rows=st.integers(1, 400))
+def test_quotas_are_exact_whatever_the_batches(m, k, n, seed, batch_rows):
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, m, n)
+    frequencies = np.bincount(values, minlength=m)
+    # A random split of each value's rows over k labels, zero counts included.
+    counts = np.array([rng.multinomial(f, np.full(k, 1 / k)) for f in frequencies]).T
+    labels = assign(values, counts, seed, max(n, 1))
+    assert labels.shape == (n,)
+    for i in range(k):
+        for x in range(m):
+            assert int(np.sum((labels == i) & (values == x))) == counts[i, x]
+    shuffled = assign(values, counts, seed, batch_rows,
+                      order=lambda count: np.random.default_rng(seed).permutation(count))
+    assert np.array_equal(shuffled, labels)
+
+
+def test_quotas_follow_the_keyed_order_of_each_value():
+    """Within a value, rows sorted by their keyed draw get labels 0, 0, ..., 1, 1, ...; equal
+    draws are told apart by row id."""
+    values = np.array([0, 1, 0, 0, 1, 0, 1, 0] * 50)
+    counts = np.array([[60, 40], [190, 110]])
+    labels = assign(values, counts, 11, 7)
+    draws = KeyedStream(11, "quota").raw(0, len(values))
+    for value in (0, 1):
+        rows = np.flatnonzero(values == value)
+        in_order = labels[rows[np.argsort(draws[rows], kind="stable")]]
+        assert np.all(np.diff(in_order.astype(int)) >= 0)
+
+
+def test_quotas_choose_rows_at_random():
+    """Rows of a value get label i with probability counts[i, x]/f_x: over 2000 keys each
+    row's share is within 5 binomial sds (sqrt(0.3 * 0.7 / 2000) = 0.010) of 0.3."""
+    values = np.array([0] * 10 + [1] * 5)
+    counts = np.array([[3, 5], [7, 0]])
+    draws = 2000
+    in_first = np.zeros(15)
+    for key in range(draws):
+        in_first += assign(values, counts, key, 4) == 0
+    assert np.all(np.abs(in_first[:10] / draws - 0.3) < 5 * math.sqrt(0.3 * 0.7 / draws))
+    assert np.all(in_first[10:] == draws)
+
+
+def test_release_order_is_by_rank_and_parts_are_contiguous():
+    ranks = row_ranks(3, 0, 10_000)
+    order = rank_order(ranks)
+    assert np.all(np.diff(ranks[order].astype(np.float64)) >= 0)
+    parts = part_of(ranks[order], 7)
+    assert np.all(np.diff(parts) >= 0) and set(parts.tolist()) == set(range(7))
+    # The ranks of a batch are those of the same rows in the whole.
+    assert np.array_equal(row_ranks(3, 1234, 100), ranks[1234:1334])
