@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppdp.keyed import KeyedStream
-from ppdp.plans import QuotaAssignment, part_of, rank_order, row_ranks
+from ppdp.plans import QuotaAssignment, in_release_order, part_of, row_ranks
 
 
 def assign(values, counts, key, batch_rows, order=None):
@@ -69,11 +69,15 @@ def test_quotas_choose_rows_at_random():
     assert np.all(in_first[10:] == draws)
 
 
-def test_release_order_is_by_rank_and_parts_are_contiguous():
+def test_release_order_is_by_rank_then_row_id_and_parts_are_contiguous():
     ranks = row_ranks(3, 0, 10_000)
-    order = rank_order(ranks)
-    assert np.all(np.diff(ranks[order].astype(np.float64)) >= 0)
-    parts = part_of(ranks[order], 7)
+    ordered = in_release_order({"rank": ranks, "id": np.arange(10_000)}, ranks)
+    assert np.all(np.diff(ordered["rank"].astype(np.float64)) >= 0)
+    tied = np.array([5, 1, 5, 1, 5], dtype=np.uint64)
+    rows = in_release_order({"id": np.array([40, 41, 42, 43, 44])}, tied,
+                            np.array([4, 3, 2, 1, 0]))
+    assert rows["id"].tolist() == [43, 41, 44, 42, 40]
+    parts = part_of(ordered["rank"], 7)
     assert np.all(np.diff(parts) >= 0) and set(parts.tolist()) == set(range(7))
     # The ranks of a batch are those of the same rows in the whole.
     assert np.array_equal(row_ranks(3, 1234, 100), ranks[1234:1334])

@@ -135,10 +135,10 @@ class _CsvReader(_Reader):
             parse_options=layout.parse_options,
             convert_options=layout.convert_options(list(columns)))
         skip_header = layout.header
-        for batch in reader:
+        for block in reader:
             if skip_header:
-                batch, skip_header = batch.slice(1), False
-            yield batch
+                block, skip_header = block.slice(1), False
+            yield from _sliced(block, batch_rows)
 
 
 class _LazyFrameReader(_Reader):
@@ -151,7 +151,14 @@ class _LazyFrameReader(_Reader):
 
     def batches(self, batch_rows: int, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
         for frame in self.frame.select(list(columns)).collect_batches(chunk_size=batch_rows):
-            yield from frame.to_arrow().to_batches()
+            for batch in frame.to_arrow().to_batches():
+                yield from _sliced(batch, batch_rows)
+
+
+def _sliced(batch: pa.RecordBatch, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """A record batch in slices of at most ``batch_rows`` rows."""
+    for start in range(0, batch.num_rows, batch_rows):
+        yield batch.slice(start, batch_rows)
 
 
 def _reader(source: Any, keep: list[str] | None, **options: Any) -> _Reader:

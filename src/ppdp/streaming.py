@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from ppdp.keyed import make_key
-from ppdp.plans import RowPlan, part_count, part_of, rank_order, row_ranks
+from ppdp.plans import RowPlan, in_release_order, part_count, part_of, row_ranks
 from ppdp.randomness import RandomState
 from ppdp.release import (
     part_names,
@@ -130,8 +130,8 @@ def _part_table(plan: RowPlan, spill: Path, index: int) -> pa.Table:
     if path.exists():
         with pa.memory_map(str(path)) as handle:
             table = pa.ipc.open_file(handle).read_all()
-        order = rank_order(table.column(_RANK).to_numpy(), table.column(_ROW).to_numpy())
-        codes = {name: table.column(name).to_numpy()[order] for name in columns}
+        codes = in_release_order({name: table.column(name).to_numpy() for name in columns},
+                                 table.column(_RANK).to_numpy(), table.column(_ROW).to_numpy())
         del table
         path.unlink()
     else:
