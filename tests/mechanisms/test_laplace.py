@@ -169,7 +169,7 @@ def test_unseeded_noise_uses_opendp_with_the_right_spread() -> None:
     alpha = math.exp(-1.0)
     _, variance, fourth = moments(alpha)
     laplace = LaplaceCounts(epsilon=1.0).publish(people())
-    assert laplace._rng is None
+    assert laplace._noise is None
     n = 5000
     noise = laplace.noise(n)
     assert noise.shape == (n,)

@@ -9,7 +9,8 @@ together). ``LaplaceSession`` therefore cannot be saved.
 Noise is integer-valued (discrete Laplace, Canonne, Kamath and Steinke 2020), which avoids the
 floating-point attacks on the continuous Laplace sampler (Mironov 2012). Without a seed it is
 drawn by OpenDP's vetted sampler from OS entropy. With a seed it is drawn, reproducibly, as
-the difference of two geometric variables from numpy: that is for experiments only.
+the difference of two geometric variables from keyed draws (`ppdp.keyed`): that is for
+experiments only.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ import pyarrow as pa
 
 from ppdp.errors import ReleaseError
 from ppdp.guarantees import laplace_guarantee
+from ppdp.keyed import KeyedStream, make_key
 from ppdp.mechanisms.base import Mechanism, Parameter, require_positive
 from ppdp.query import BoundQuery, Cube, count_histogram
-from ppdp.randomness import RandomState, make_rng
+from ppdp.randomness import RandomState
 from ppdp.release import Estimate, Release
 from ppdp.table import Schema, Table
 
@@ -57,10 +59,9 @@ class LaplaceCounts(Mechanism):
     def publish(self, table: Table, *, random_state: RandomState = None) -> LaplaceSession:
         """A query session over the table (kept private); nothing is written anywhere."""
         names = [c.name for c in table.schema.columns if c.role != "ignored"]
-        seeded = random_state is not None
+        key = None if random_state is None else make_key(random_state)
         return LaplaceSession(table.schema.select(names), self.parameter_values, table.n_rows,
-                              {n: table.codes[n] for n in names},
-                              rng=make_rng(random_state) if seeded else None)
+                              {n: table.codes[n] for n in names}, key=key)
 
     def guarantee(self) -> Any:
         return laplace_guarantee(epsilon=self.epsilon, sensitivity=self.sensitivity)
@@ -74,10 +75,13 @@ class LaplaceSession(Release):
     answers_every_key = True
 
     def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
-                 codes: Mapping[str, np.ndarray], *, rng: np.random.Generator | None) -> None:
+                 codes: Mapping[str, np.ndarray], *, key: int | None) -> None:
         super().__init__(schema, parameters, n_rows)
         self._cube = Cube(codes, schema.sizes(), n_rows)
-        self._rng = rng
+        # Seeded sessions draw the i-th noise value from a keyed stream at position i, so the
+        # same key gives the same answers however the counts were computed.
+        self._noise = None if key is None else KeyedStream(key, "noise")
+        self._drawn = 0
         self.scale = float(parameters["sensitivity"]) / float(parameters["epsilon"])
         self.spent_epsilon = 0.0
         alpha = math.exp(-1.0 / self.scale)
@@ -90,9 +94,13 @@ class LaplaceSession(Release):
 
     def noise(self, size: int) -> np.ndarray:
         """Discrete Laplace noise of scale ``sensitivity / epsilon``."""
-        if self._rng is not None:
-            success = -math.expm1(-1.0 / self.scale)
-            return (self._rng.geometric(success, size) - self._rng.geometric(success, size))
+        if self._noise is not None:
+            uniforms = self._noise.uniform(self._drawn, size, 2)
+            self._drawn += size
+            # Inverse CDF of the geometric law on {0, 1, ...} with P(G = k) = (1 - a) a^k,
+            # a = exp(-1/scale); 1 - u lies in (0, 1], so its log is finite.
+            geometric = np.floor(np.log1p(-uniforms) * -self.scale)
+            return (geometric[:, 0] - geometric[:, 1]).astype(np.int64)
         import opendp.prelude as dp
 
         dp.enable_features("contrib")
