@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 import ppdp
 from ppdp.cli import app
+from ppdp.io import write_table
 from ppdp.mechanisms import Mechanism
 from ppdp.mechanisms.alphabeta import public_row_count
 
@@ -343,3 +344,31 @@ def test_risk_source_needs_an_ambiguity_release(data_csv: Path, tmp_path: Path) 
        release)
     result = invoke("risk", release)
     assert result.exit_code == 2 and "ambiguity and mondrian" in result.output
+
+
+@pytest.mark.parametrize("mechanism,params", [("sdr", ["-p", "rho1=0.077", "-p", "rho2=0.2"]),
+                                              ("dbr", [])])
+def test_publish_streaming_writes_the_release_of_the_memory_engine(mechanism, params, tmp_path):
+    source = tmp_path / "adult.parquet"
+    write_table(ppdp.datasets.adult().to_arrow(), source)
+    common = ["publish", source, "-m", mechanism, "-s", "occupation", *params, "--seed", 4,
+              "--observed-domains"]
+    streamed = invoke(*common, "-o", tmp_path / "s", "--engine", "streaming", "--batch-rows", 5000)
+    assert streamed.exit_code == 0, streamed.output
+    assert "30162 rows" in streamed.output
+    memory = invoke(*common, "-o", tmp_path / "m", "--engine", "memory")
+    assert memory.exit_code == 0, memory.output
+    for path in (tmp_path / "m").iterdir():
+        assert path.read_bytes() == (tmp_path / "s" / path.name).read_bytes(), path.name
+
+
+def test_publish_engine_is_checked(tmp_path):
+    source = tmp_path / "adult.parquet"
+    write_table(ppdp.datasets.adult().to_arrow(), source)
+    result = invoke("publish", source, "-m", "dbr", "-s", "occupation", "-o", tmp_path / "r",
+                 "--engine", "spark")
+    assert result.exit_code == 2 and "--engine must be one of" in result.output
+    result = invoke("publish", source, "-m", "alphabeta", "-p", "k=10", "-p", "gamma=0.2",
+                 "--observed-domains", "-o", tmp_path / "v", "--engine", "streaming")
+    assert result.exit_code == 2 and "use --engine memory" in result.output
+    assert not (tmp_path / "v").exists()

@@ -13,7 +13,8 @@ import pytest
 
 import ppdp
 import ppdp.plans
-from ppdp.errors import ReleaseError
+from ppdp.errors import MissingValuesError, ReleaseError
+from ppdp.io import write_table
 from ppdp.keyed import KeyedStream, make_key
 from ppdp.mechanisms import DBR, FRAPP, PerturbationPartitioning, UniformPerturbation
 from ppdp.release import load_release
@@ -72,7 +73,7 @@ def test_same_key_same_files_whatever_the_batches(name, table, tmp_path, monkeyp
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
 def test_a_file_read_in_batches_gives_the_release_of_the_table_read_whole(suffix, tmp_path):
     path = tmp_path / f"adult{suffix}"
-    ppdp.io.write_table(ppdp.datasets.adult().to_arrow(), path)
+    write_table(ppdp.datasets.adult().to_arrow(), path)
     mechanism = PerturbationPartitioning(rho1=0.077, rho2=0.2)
     whole = ppdp.read_table(path, sensitive="occupation", observed_domains=True)
     expected = release_files(mechanism.publish(whole, random_state=5).save(tmp_path / "a"))
@@ -94,7 +95,7 @@ def test_dropped_rows_and_values_only_in_them(tmp_path):
     rows = [(start, codes["a"].tolist()) for start, codes in source.batches(2)]
     assert [r for _, part in rows for r in part] == whole.codes["a"].tolist()
     assert [start for start, _ in rows] == [0, 1, 2]
-    with pytest.raises(ppdp.errors.MissingValuesError, match="s \\(1\\)"):
+    with pytest.raises(MissingValuesError, match="s \\(1\\)"):
         scan_table(path, sensitive="s")
 
 

@@ -281,7 +281,7 @@ def publish(
             raise FileExistsError(f"{output} already exists; choose another directory or pass "
                                   f"--overwrite")
         require_replaceable_release(output)
-    if _streaming(engine, source):
+    if _streaming(engine, source) and not _views_need_state(instance, engine):
         _publish_streaming(instance, source, output, sensitive=sensitive, qi=qi,
                            drop_missing=drop_missing, sep=sep, domains=declared,
                            observed_domains=observed_domains, non_numeric=non_numeric,
@@ -328,6 +328,19 @@ def _streaming(engine: str, source: str) -> bool:
     available = available_memory()
     # A table in memory takes several times its compressed file while it is read and copied.
     return size >= STREAMING_FILE_BYTES or (available is not None and 8 * size > available)
+
+
+def _views_need_state(mechanism: Mechanism, engine: str) -> bool:
+    """alpha-beta counts a table's views in its private state, which only the in-memory path
+    keeps: refuse --engine streaming for it, and let auto read the table whole."""
+    from ppdp.mechanisms.alphabeta import AlphaBeta
+
+    if not isinstance(mechanism, AlphaBeta):
+        return False
+    if engine == "streaming":
+        raise ValueError("alphabeta keeps the count of a table's views in its private state, "
+                         "which the streaming engine does not keep; use --engine memory")
+    return True
 
 
 def _publish_streaming(mechanism: Mechanism, source: str, output: Path, *, seed: int | None,
