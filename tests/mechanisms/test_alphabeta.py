@@ -29,9 +29,11 @@ from ppdp import AlphaBeta, InfeasibleError, ReleaseError
 from ppdp.cli import app
 from ppdp.domain import count_domain
 from ppdp.mechanisms.alphabeta import (
+    NOISE_CHUNK,
     AlphaBetaRelease,
     TupleDomain,
     ViewSequence,
+    bernoulli_keys,
     fingerprint,
     privacy_parameters,
     public_row_count,
@@ -354,19 +356,19 @@ def test_noise_never_hits_the_table_or_repeats(small_table):
 
 
 @settings(max_examples=150, deadline=None)
-@given(data=st.data(), shape=st.lists(st.integers(1, 6), min_size=1, max_size=3),
-       seed=st.integers(0, 2 ** 32 - 1))
-def test_tuple_domain_sample(data, shape, seed):
-    """TupleDomain.sample returns count distinct keys of D, none of them excluded."""
-    domain = TupleDomain(tuple(f"c{i}" for i in range(len(shape))), tuple(shape))
-    m = domain.size
-    excluded = np.array(sorted(data.draw(st.sets(st.integers(0, m - 1)))), dtype=np.int64)
-    count = data.draw(st.integers(0, m - len(excluded)))
-    keys = domain.sample(count, excluded, np.random.default_rng(seed))
-    assert len(keys) == count
-    assert len(np.unique(keys)) == count
-    assert not np.isin(keys, excluded).any()
-    assert np.all((keys >= 0) & (keys < m))
+@given(low=st.integers(0, 2 ** 62), size=st.integers(0, 2 ** 40),
+       probability=st.floats(0, 1, exclude_max=True), seed=st.integers(0, 2 ** 32 - 1))
+def test_bernoulli_keys(low, size, probability, seed):
+    """One chunk of the beta-step: distinct sorted keys inside the chunk, all of them when the
+    probability is 1."""
+    size = min(size, 2 ** 62 - low, int(NOISE_CHUNK / max(probability, 1e-300)))
+    keys = bernoulli_keys(np.random.default_rng(seed), low, low + size, probability)
+    assert keys.dtype == np.int64
+    assert np.all(np.diff(keys) > 0)
+    assert np.all((keys >= low) & (keys < low + size))
+    small = min(size, 1000)
+    assert np.array_equal(bernoulli_keys(np.random.default_rng(seed), low, low + small, 1.0),
+                          np.arange(low, low + small))
 
 
 @pytest.mark.parametrize("copies", [1, 4])

@@ -4,10 +4,12 @@
 
 The view V keeps each tuple of the table I with probability alpha + beta (alpha-step) and adds
 each other tuple of the domain D = D_1 x .. x D_l with probability beta (beta-step). The beta-step
-never enumerates D (Algorithm 2): it draws how many tuples to add, r ~ Binomial(m - n, beta), then
-uniform tuples of D one attribute at a time, rejecting those in I or already added. A count
-query is estimated by ``(n_V - beta n_D)/alpha`` (Algorithm 3), with n_D counted over the domain
-by ``ppdp.domain.count_domain``.
+never enumerates D (Algorithm 2): D's tuples are numbered 0 .. m - 1 and cut into chunks of
+consecutive numbers; in each chunk of s tuples it draws how many to take, Binomial(s, beta), then
+that many distinct uniform tuples of the chunk, and drops those in I. Every tuple of D - I is so
+inserted independently with probability beta, as Algorithm 2's Binomial(m - n, beta) uniform
+tuples of D - I are. A count query is estimated by ``(n_V - beta n_D)/alpha`` (Algorithm 3),
+with n_D counted over the domain by ``ppdp.domain.count_domain``.
 
 Privacy is (d, gamma)-privacy against tuple-independent adversaries whose prior on any tuple is
 at most d (Definitions 2.1-2.3): Theorem 4.3 holds when d <= gamma,
@@ -23,6 +25,16 @@ that appears twice in V was certainly in I: repeated tuples are perfectly correl
 paper's guarantee excludes (Section 6.1), and the guarantee covers tuples that occur once.
 
 Multiple views (Section 4.4.1, Algorithm 4) are published by ``ViewSequence``.
+
+Keyed draws. Every random draw of a view is a pure function of the release key
+(`ppdp.keyed.make_key`), the view number v and a row id or a chunk of D (``ViewDraws``): row r
+of the table is kept by draw r of stream ``view{v}/retain``; the beta-step cuts D into chunks of
+consecutive keys, each drawn from a generator of its own (stream ``view{v}/noise``) and then
+rid of the tuples of I and of earlier views; the published rows are ordered by a keyed rank
+(stream ``view{v}/rank``, ties by id) and cut into parts as `ppdp.plans` does for every
+mechanism. So ``AlphaBeta.publish_source`` writes, batch by batch, the very files that
+``publish`` and `Release.save` write from a table in memory, whatever the batches and their
+order. The key is never written: not to a release, not to the views' state.
 """
 
 from __future__ import annotations
@@ -31,7 +43,8 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+import shutil
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,17 +55,27 @@ import pyarrow.parquet as pq
 
 from ppdp.domain import count_domain
 from ppdp.errors import InfeasibleError, ReleaseError, SchemaError
+from ppdp.keyed import KeyedStream, make_key
 from ppdp.mechanisms.base import (
     Mechanism,
     Parameter,
+    Progress,
     require_declared_domains,
     require_open_unit,
     require_positive,
-    shuffled_positions,
 )
+from ppdp.plans import in_release_order, part_count, part_of, split_parts
 from ppdp.query import BoundQuery, Cube, count_histogram
-from ppdp.randomness import RandomState, make_rng
-from ppdp.release import Release, rows_from_arrow, rows_to_arrow
+from ppdp.randomness import RandomState
+from ppdp.release import (
+    Release,
+    part_names,
+    require_replaceable_release,
+    rows_from_arrow,
+    rows_to_arrow,
+    write_metadata,
+    write_parquet,
+)
 from ppdp.resources import (
     ALPHABETA_ROW,
     ALPHABETA_TUPLE,
@@ -62,7 +85,9 @@ from ppdp.resources import (
     format_value,
     published_columns,
 )
+from ppdp.sources import DEFAULT_BATCH_ROWS, Batch, Source, TableSource
 from ppdp.storage import commit_directory, staged_directory
+from ppdp.streaming import check_target
 from ppdp.table import Role, Schema, Table
 
 TUPLE_DOMAIN_RISK = (
@@ -166,30 +191,12 @@ class TupleDomain:
         return np.ravel_multi_index(tuple(codes[c] for c in self.columns), self.shape)
 
     def codes(self, keys: np.ndarray, schema: Schema) -> dict[str, np.ndarray]:
-        parts = np.unravel_index(keys, self.shape)
-        return {c: p.astype(schema[c].dtype) for c, p in zip(self.columns, parts, strict=True)}
-
-    def sample(self, count: int, excluded: np.ndarray, rng: np.random.Generator,
-               source: Sequence[np.ndarray] | None = None) -> np.ndarray:
-        """``count`` distinct tuples of D outside the sorted key array ``excluded``, drawn an
-        attribute at a time in vectorised batches: uniform (Algorithm 2, steps 3-9) or from the
-        per-attribute ``source`` distributions (Algorithm 5, steps 4-10)."""
-        accepted = np.empty(0, dtype=np.int64)
-        while len(accepted) < count:
-            wanted = count - len(accepted)
-            batch = wanted + wanted // 8 + 64
-            draws = np.zeros(batch, dtype=np.int64)
-            for axis, size in enumerate(self.shape):
-                values = (rng.integers(0, size, size=batch) if source is None
-                          else rng.choice(size, size=batch, p=source[axis]))
-                draws = draws * size + values
-            # Keep first occurrences in draw order, so that the accepted set is a uniform
-            # sample without replacement.
-            _, first = np.unique(draws, return_index=True)
-            draws = draws[np.sort(first)]
-            fresh = ~_contains(excluded, draws) & ~np.isin(draws, accepted)
-            accepted = np.concatenate([accepted, draws[fresh][:wanted]])
-        return accepted
+        # Last column fastest, as ``keys``; divmod is twice as fast as np.unravel_index here.
+        parts, rest = {}, np.asarray(keys, dtype=np.int64)
+        for column, size in zip(self.columns[:0:-1], self.shape[:0:-1], strict=True):
+            rest, parts[column] = np.divmod(rest, size)
+        parts[self.columns[0]] = rest
+        return {c: parts[c].astype(schema[c].dtype) for c in self.columns}
 
 
 def _sorted_unique(keys: np.ndarray) -> np.ndarray:
@@ -401,27 +408,88 @@ class AlphaBeta(Mechanism):
         """Refuse (InfeasibleError) a view expected to hold more than ``max_rows`` tuples
         before any of it is drawn, and warn (``ppdp.resources.MemoryNeedWarning``) when the
         memory it needs is not available; return the expected number of tuples."""
-        domain = TupleDomain.of(table.schema)
-        n, m = table.n_rows, domain.size
+        n, m = table.n_rows, TupleDomain.of(table.schema).size
         size = self.expected_view_size(n, m, earlier=earlier, view=view)
         columns = published_columns(table)
         need = ALPHABETA_ROW.need(n, columns) + ALPHABETA_TUPLE.need(size, columns)
-        if size > self.max_rows:
-            alpha, beta, _ = self.public_probabilities(n, m)
-            # A limit with two significant digits at or above the expected size.
-            step = 10 ** max(0, math.floor(math.log10(size)) - 1)
-            enough = math.ceil(size / step) * step
-            how = "alpha n + beta m" if view == 1 else f"view {view}, |V'| = {earlier:,}"
-            smaller = "beta" if self.k is None or self.alpha is not None else \
-                "beta = k n/(gamma m) (raise gamma or lower k)"
-            raise InfeasibleError(
-                f"the alpha-beta view would hold about {format_count(size)} tuples ({how} with "
-                f"n = {n:,}, m = {format_count(m)}, alpha = {alpha:.4g}, beta = {beta:.4g}) "
-                f"and need about {format_bytes(need)} of memory, more than max_rows = "
-                f"{self.max_rows:,}; lower {smaller}, or raise the limit if the memory is "
-                f"there: max_rows={enough} (CLI: -p max_rows={enough})")
+        self._refuse_beyond_max_rows(n, m, size, earlier=earlier, view=view, memory=need)
         check_memory(table, self.name, need=need, stacklevel=4)
         return size
+
+    def _refuse_beyond_max_rows(self, n: int, m: int, size: float, *, earlier: int = 0,
+                                view: int = 1, memory: int | None = None) -> None:
+        """Refuse a view of ``size`` expected tuples beyond ``max_rows``, stating the memory it
+        needs when it is built in memory."""
+        if size <= self.max_rows:
+            return
+        alpha, beta, _ = self.public_probabilities(n, m)
+        # A limit with two significant digits at or above the expected size.
+        step = 10 ** max(0, math.floor(math.log10(size)) - 1)
+        enough = math.ceil(size / step) * step
+        how = "alpha n + beta m" if view == 1 else f"view {view}, |V'| = {earlier:,}"
+        smaller = "beta" if self.k is None or self.alpha is not None else \
+            "beta = k n/(gamma m) (raise gamma or lower k)"
+        need = "" if memory is None else f" and need about {format_bytes(memory)} of memory"
+        room = "disk space" if memory is None else "memory"
+        raise InfeasibleError(
+            f"the alpha-beta view would hold about {format_count(size)} tuples ({how} with "
+            f"n = {n:,}, m = {format_count(m)}, alpha = {alpha:.4g}, beta = {beta:.4g})"
+            f"{need}, more than max_rows = {self.max_rows:,}; lower {smaller}, or raise the "
+            f"limit if the {room} is there: max_rows={enough} (CLI: -p max_rows={enough})")
+
+    def publish_source(self, source: Source, directory: str | os.PathLike[str], *,
+                       random_state: RandomState = None, batch_rows: int | None = None,
+                       overwrite: bool = False, progress: Progress | None = None) -> Path:
+        """Publish the first view of a source's rows straight into a release directory
+        (Algorithms 1-2, and 5 for marginal noise), batch by batch; the directory.
+
+        The files are those ``publish`` then `Release.save` write from the same rows and key,
+        whatever ``batch_rows`` and the order of the batches. Two passes over the batches: the
+        first gathers the table's distinct tuples with their counts (`distinct_tuples`: O(rows)
+        memory, fine up to about 10^8 rows), against which the alpha-step looks up each row's
+        probability and every chunk of the beta-step is anti-joined; the second keeps rows.
+        Published rows are spilled to disk by rank, then each part is put in order alone.
+        Like ``publish``, it keeps no state of views; ``overwrite`` as in `Release.save`.
+        ``progress(stage, done, total)`` hears of ``tuples`` and ``retain`` (rows), ``noise``
+        (chunks of D) and ``write`` (parts)."""
+        target = Path(directory)
+        check_target(target, overwrite)
+        batch_rows = batch_rows or DEFAULT_BATCH_ROWS
+        domain = TupleDomain.of(source.schema)
+        require_declared_domains(source, domain.columns, self.name, TUPLE_DOMAIN_RISK)
+        n, m = source.n_rows, domain.size
+        alpha, beta, _ = self.public_probabilities(n, m)
+        size = self.expected_view_size(n, m)
+        self._refuse_beyond_max_rows(n, m, size)
+        report = progress or (lambda stage, done, total: None)
+        tuples, counts = distinct_tuples(
+            _reported(source.batches(batch_rows, domain.columns), "tuples", n, report), domain)
+        marginals = source_distribution(source, domain) if self.noise == "marginal" else None
+        draws = ViewDraws(make_key(random_state), 1, domain, view_rates(alpha, beta, self.v, 1),
+                          n, tuples, counts, np.empty(0, dtype=np.int64), marginals)
+        schema = source.schema.select(domain.columns)
+        with staged_directory(target) as staging:
+            spill = RankSpill(staging / ".spill", size)
+            for start, codes in _reported(source.batches(batch_rows, domain.columns),
+                                          "retain", n, report):
+                spill.add(draws.retained(start, codes))
+            for chunk, piece in enumerate(draws.noise()):
+                spill.add(piece)
+                report("noise", chunk + 1, draws.chunks)
+            names = part_names("view", part_count(spill.rows))
+            digests = {}
+            for index, name in enumerate(names):
+                ranks, ids, keys = spill.part(index, len(names))
+                rows = domain.codes(in_release_order({"key": keys}, ranks, ids)["key"], schema)
+                digests[name] = write_parquet(staging / name, rows_to_arrow(schema, rows))
+                report("write", index + 1, len(names))
+            spill.remove()
+            write_metadata(staging, AlphaBetaRelease.mechanism,
+                           view_parameters(self, alpha, beta, 1, domain, marginals), spill.rows,
+                           schema, {"view": names[0] if len(names) == 1 else names}, digests)
+            commit_directory(staging, target, overwrite=overwrite,
+                             replaceable=require_replaceable_release)
+        return target
 
     @staticmethod
     def table_size(table: Table | None, n: int | None, m: int | None
@@ -492,7 +560,11 @@ class ViewSequence:
         self._checked_view = self.published + 1
 
     def publish(self, *, random_state: RandomState = None) -> AlphaBetaRelease:
-        """The next view; raises when the bound v on the number of views is reached."""
+        """The next view; raises when the bound v on the number of views is reached.
+
+        ``random_state`` makes the view's key (`ppdp.keyed.make_key`: OS entropy for None, the
+        default). The draws are keyed by the view number too, so the views are independent
+        whatever their keys, and the same key and view number give the same view."""
         v = self.mechanism.v
         if self.published >= v:
             raise InfeasibleError(f"{self.published} views of this table were published, the "
@@ -500,51 +572,23 @@ class ViewSequence:
                                   f"the guarantee (publish with a larger v from the start)")
         if self._checked_view != self.published + 1:
             self._check_next_view()
-        rng = make_rng(random_state)
         view = self.published + 1
-        rates = view_rates(self.alpha, self.beta, v, view)
-        keys = self.domain.keys(self.table.codes)
-        tuples, row_tuple, multiplicity = np.unique(keys, return_inverse=True,
-                                                    return_counts=True)
-        in_earlier = _contains(self.earlier, tuples)
-        # Per-row keep probability: (A + B/c) for tuples seen before, (A' + C/c) otherwise.
-        base = np.where(in_earlier, rates.seen, rates.unseen)
-        extra = np.where(in_earlier, rates.earlier, rates.other)
-        source = None
-        if self.mechanism.noise == "marginal":
-            source = source_distribution(self.table, self.domain)
-            scale = source_scale(self.beta, source)
-            extra = scale * tuple_probability(tuples, self.domain, source)
-        keep = rng.random(self.table.n_rows) < (base + extra / multiplicity)[row_tuple]
-        kept_keys = keys[keep]
-        excluded = _sorted_unique(np.concatenate([tuples, self.earlier]))
-        # Tuples of V' - I, each with probability B; other tuples of D by Algorithm 2 with C.
-        earlier_only = self.earlier[~_contains(tuples, self.earlier)]
-        repeated = earlier_only[rng.random(len(earlier_only)) < rates.earlier]
-        outside = self.domain.size - len(excluded)
-        if source is None:
-            count = int(rng.binomial(outside, rates.other))
-        else:
-            # Algorithm 5, step 1: the number inserted follows Binomial(m - n, mean beta(t) over
-            # D - I); the beta(t) of D - I sum to scale (1 - source(I)).
-            mean = scale * (1 - float(np.sum(
-                tuple_probability(tuples, self.domain, source)))) / outside
-            count = int(rng.binomial(outside, mean))
-        noise = self.domain.sample(count, excluded, rng, source)
-        view_keys = np.concatenate([kept_keys, repeated, noise])
-        view_keys = view_keys[shuffled_positions(len(view_keys), rng)]
+        codes = self.table.codes
+        tuples, counts = distinct_tuples([(0, codes)], self.domain)
+        marginals = (source_distribution(TableSource(self.table), self.domain)
+                     if self.mechanism.noise == "marginal" else None)
+        draws = ViewDraws(make_key(random_state), view, self.domain,
+                          view_rates(self.alpha, self.beta, v, view), self.table.n_rows, tuples,
+                          counts, self.earlier, marginals)
+        keys, part_rows = release_order([draws.retained(0, codes), draws.repeated(),
+                                         *draws.noise()])
         schema = self.table.schema.select(self.domain.columns)
-        parameters: dict[str, Any] = {
-            "alpha": self.alpha, "beta": self.beta, "k": self.mechanism.k,
-            "gamma": self.mechanism.gamma, "v": v, "view": view}
-        if source is not None:
-            parameters["source"] = {c: [float(x) for x in p]
-                                    for c, p in zip(self.domain.columns, source, strict=True)}
         release = AlphaBetaRelease(
-            schema, parameters,
-            len(view_keys), self.domain.codes(view_keys, schema),
-            earlier=self.domain.codes(self.earlier, schema))
-        self.earlier = _sorted_unique(np.concatenate([self.earlier, view_keys]))
+            schema, view_parameters(self.mechanism, self.alpha, self.beta, view, self.domain,
+                                    marginals),
+            len(keys), self.domain.codes(keys, schema),
+            earlier=self.domain.codes(self.earlier, schema), part_rows=part_rows)
+        self.earlier = _sorted_unique(np.concatenate([self.earlier, keys]))
         self.published = view
         return release
 
@@ -622,10 +666,10 @@ def fingerprint(table: Table) -> str:
     return digest.hexdigest()
 
 
-def source_distribution(table: Table, domain: TupleDomain) -> list[np.ndarray]:
+def source_distribution(source: Source, domain: TupleDomain) -> list[np.ndarray]:
     """Each attribute's marginal with add-one smoothing, so that every tuple of D can be
     inserted (Algorithm 5's attribute-independent source distribution)."""
-    return [(np.bincount(table.codes[c], minlength=size) + 1) / (table.n_rows + size)
+    return [(source.histogram((c,)) + 1) / (source.n_rows + size)
             for c, size in zip(domain.columns, domain.shape, strict=True)]
 
 
@@ -668,6 +712,224 @@ def view_rates(alpha: float, beta: float, v: int, view: int) -> ViewRates:
     return ViewRates(seen=keep - earlier, earlier=earlier, unseen=keep - other, other=other)
 
 
+# -- keyed draws ------------------------------------------------------------------------------
+
+NOISE_CHUNK = 1 << 20
+"""Tuples the beta-step draws per chunk of D, on average: a chunk spans NOISE_CHUNK/C keys, so
+the chunks follow from C and m alone, never from how the table's rows are batched."""
+
+DENSE_NOISE = 0.25
+"""From this probability C on, a chunk's tuples are drawn key by key (a uniform each), which
+is then cheaper than drawing a count of distinct keys."""
+
+SPILL_ROWS = 1 << 22
+"""Rows per spill file, on average, while ``publish_source`` puts a view in release order."""
+
+Piece = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""Published rows of a view, in no particular order: their ranks, ids and tuple keys."""
+
+
+def bernoulli_keys(rng: np.random.Generator, low: int, high: int,
+                   probability: float) -> np.ndarray:
+    """The keys of ``low .. high - 1``, each drawn with ``probability`` independently, sorted
+    (Algorithm 2 on one chunk of D: a binomial count of uniform distinct keys)."""
+    size = high - low
+    if probability >= DENSE_NOISE:
+        return np.flatnonzero(rng.random(size) < probability) + low
+    count = int(rng.binomial(size, probability))
+    chosen = np.empty(0, dtype=np.int64)
+    while len(chosen) < count:
+        # Draw as many keys as are missing and add the new ones: no permutation of the keys
+        # changes how this proceeds, so every set of ``count`` keys is equally likely.
+        fresh = _sorted_unique(rng.integers(0, size, count - len(chosen)))
+        fresh = fresh[~_contains(chosen, fresh)]
+        chosen = np.insert(chosen, np.searchsorted(chosen, fresh), fresh)
+    return chosen + low
+
+
+def distinct_tuples(batches: Iterable[Batch], domain: TupleDomain
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct tuples of the rows (sorted int64 keys) and how many rows hold each.
+
+    Batches are reduced as they come and merged when the pending ones outnumber the merged
+    tuples, so the work is O(r log r) for r rows in any batching; the result takes 16 bytes a
+    distinct tuple, O(rows) memory: fine up to about 10^8 rows."""
+    merged = _counted(np.empty(0, dtype=np.int64))
+    pending: list[tuple[np.ndarray, np.ndarray]] = []
+    waiting = 0
+    for _, codes in batches:
+        pending.append(_counted(domain.keys(codes)))
+        waiting += len(pending[-1][0])
+        if waiting > len(merged[0]):
+            merged, pending, waiting = _merge_counts([merged, *pending]), [], 0
+    return _merge_counts([merged, *pending])
+
+
+def _counted(keys: np.ndarray, counts: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct keys and the counts of each (summing ``counts``, else 1 a key); a sort
+    is much faster than numpy's hashing unique here."""
+    if counts is None:
+        keys, counts = np.sort(keys), np.ones(len(keys), dtype=np.int64)
+    else:
+        order = np.argsort(keys, kind="stable")
+        keys, counts = keys[order], counts[order]
+    if not len(keys):
+        return keys.astype(np.int64), counts.astype(np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+    return keys[starts].astype(np.int64), np.add.reduceat(counts, starts)
+
+
+def _merge_counts(parts: Sequence[tuple[np.ndarray, np.ndarray]]
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """One sorted array of distinct keys with summed counts, from sorted (keys, counts)."""
+    parts = [part for part in parts if len(part[0])] or [parts[0]]
+    if len(parts) == 1:
+        return parts[0]
+    # Sorted runs: the stable sort merges them.
+    return _counted(np.concatenate([k for k, _ in parts]), np.concatenate([c for _, c in parts]))
+
+
+class ViewDraws:
+    """The keyed draws of one view (Algorithms 1, 2, 4 and 5): each a pure function of the key,
+    the view number v and a row id or a chunk of D, so any batching gives the same view.
+
+    Ids: row r of the table keeps r; the tuple at position i of V' (sorted) gets n + i; the
+    inserted tuples get n + |V'| + j, j counting them chunk by chunk. Rows of I and tuples of V'
+    are kept by stream ``view{v}/retain`` at their ids, chunk c of D is drawn from
+    ``view{v}/noise`` (generator c), and every published row gets its rank from ``view{v}/rank``
+    at its id.
+    """
+
+    def __init__(self, key: int, view: int, domain: TupleDomain, rates: ViewRates,
+                 n_rows: int, tuples: np.ndarray, counts: np.ndarray, earlier: np.ndarray,
+                 marginals: Sequence[np.ndarray] | None = None) -> None:
+        self.domain, self.rates, self.n_rows = domain, rates, n_rows
+        self.tuples, self.earlier, self.marginals = tuples, earlier, marginals
+        self._retain = KeyedStream(key, f"view{view}/retain")
+        self._noise = KeyedStream(key, f"view{view}/noise")
+        self._rank = KeyedStream(key, f"view{view}/rank")
+        # Per distinct tuple of I, the probability each of its c rows is kept: (A + B/c) for
+        # tuples of V', (A' + C/c) for the others, beta(t)/c in place of C/c for Algorithm 5.
+        in_earlier = _contains(earlier, tuples)
+        base = np.where(in_earlier, rates.seen, rates.unseen)
+        extra = np.where(in_earlier, rates.earlier, rates.other)
+        if marginals is not None:
+            self.scale = source_scale(rates.other, marginals)
+            extra = self.scale * tuple_probability(tuples, domain, marginals)
+        self.keep = base + extra / counts
+        # Chunks of D of NOISE_CHUNK tuples drawn on average (one chunk when C m is smaller).
+        m, other = domain.size, rates.other
+        self.span = m if other * m <= NOISE_CHUNK else math.ceil(NOISE_CHUNK / other)
+        self.chunks = -(-m // self.span) if other > 0 else 0
+
+    def retained(self, start: int, codes: Mapping[str, np.ndarray]) -> Piece:
+        """The alpha-step on rows ``start ..`` of the table (one batch of codes)."""
+        keys = self.domain.keys(codes)
+        kept = np.flatnonzero(self._retain.uniform(start, len(keys))
+                              < self.keep[np.searchsorted(self.tuples, keys)])
+        return self._rank.raw(start, len(keys))[kept], kept + start, keys[kept]
+
+    def repeated(self) -> Piece:
+        """Algorithm 4: each tuple of V' outside I inserted with probability B."""
+        first, count = self.n_rows, len(self.earlier)
+        chosen = np.flatnonzero((self._retain.uniform(first, count) < self.rates.earlier)
+                                & ~_contains(self.tuples, self.earlier))
+        return self._rank.raw(first, count)[chosen], chosen + first, self.earlier[chosen]
+
+    def noise(self) -> Iterator[Piece]:
+        """The beta-step, chunk by chunk: each tuple of D outside I and V' with probability C
+        (Algorithm 2), or beta(t) (Algorithm 5, by keeping a tuple drawn with C with
+        probability beta(t)/C <= 1, as the most likely tuple gets beta = C)."""
+        m, other = self.domain.size, self.rates.other
+        first = self.n_rows + len(self.earlier)
+        for chunk in range(self.chunks):
+            rng = self._noise.generator(chunk)
+            low = chunk * self.span
+            keys = bernoulli_keys(rng, low, min(low + self.span, m), other)
+            keys = keys[~_contains(self.tuples, keys) & ~_contains(self.earlier, keys)]
+            if self.marginals is not None:
+                chance = self.scale * tuple_probability(keys, self.domain, self.marginals) / other
+                keys = keys[rng.random(len(keys)) < chance]
+            yield self._rank.raw(first, len(keys)), np.arange(first, first + len(keys)), keys
+            first += len(keys)
+
+
+def release_order(pieces: Iterable[Piece]) -> tuple[np.ndarray, tuple[int, ...]]:
+    """The tuple keys of a view's rows in release order (by rank, ties by id) and the row
+    counts of its parts (`ppdp.plans.part_of`)."""
+    ranks, ids, keys = (np.concatenate(column) for column in zip(*pieces, strict=True))
+    parts = part_count(len(ranks))
+    part_rows = np.bincount(part_of(ranks, parts), minlength=parts)
+    return (in_release_order({"key": keys}, ranks, ids)["key"],
+            tuple(int(rows) for rows in part_rows))
+
+
+class RankSpill:
+    """The rows of a view on disk, in files by the top bits of their rank, so that each part
+    of the release (a range of ranks) is put in order in memory on its own."""
+
+    RECORD = np.dtype([("rank", "<u8"), ("id", "<i8"), ("key", "<i8")])
+
+    def __init__(self, directory: Path, expected_rows: float) -> None:
+        self.directory = directory
+        directory.mkdir()
+        self.bits = int(np.clip(math.ceil(math.log2(max(expected_rows / SPILL_ROWS, 2))), 1, 12))
+        self.rows = 0
+
+    def add(self, piece: Piece) -> None:
+        """Append rows to the files of their ranks."""
+        ranks, ids, keys = piece
+        records = np.empty(len(ranks), dtype=self.RECORD)
+        records["rank"], records["id"], records["key"] = ranks, ids, keys
+        buckets = (ranks >> np.uint64(64 - self.bits)).astype(np.int64)
+        counts = np.bincount(buckets, minlength=1 << self.bits)
+        ends = np.cumsum(counts)
+        records = records[np.argsort(buckets, kind="stable")]
+        for bucket in np.flatnonzero(counts):
+            with open(self.directory / f"{bucket:04x}", "ab") as file:
+                records[ends[bucket] - counts[bucket]:ends[bucket]].tofile(file)
+        self.rows += len(ranks)
+
+    def part(self, index: int, parts: int) -> Piece:
+        """The rows of part ``index`` of ``parts``, in no particular order."""
+        width = np.uint64(64 - self.bits)
+        low = np.arange(1 << self.bits, dtype=np.uint64) << width
+        high = low | ((np.uint64(1) << width) - np.uint64(1))
+        files = [self.directory / f"{bucket:04x}" for bucket in np.flatnonzero(
+            (part_of(low, parts) <= index) & (part_of(high, parts) >= index))]
+        records = np.concatenate([np.empty(0, dtype=self.RECORD)] + [
+            np.fromfile(path, dtype=self.RECORD) for path in files if path.exists()])
+        records = records[part_of(records["rank"], parts) == index]
+        return records["rank"], records["id"], records["key"]
+
+    def remove(self) -> None:
+        shutil.rmtree(self.directory)
+
+
+def _reported(batches: Iterable[Batch], stage: str, total: int,
+              report: Progress) -> Iterator[Batch]:
+    """The batches, telling ``report`` the rows done after each."""
+    done = 0
+    for start, codes in batches:
+        yield start, codes
+        done += len(next(iter(codes.values()), ()))
+        report(stage, done, total)
+
+
+def view_parameters(mechanism: AlphaBeta, alpha: float, beta: float, view: int,
+                    domain: TupleDomain, marginals: Sequence[np.ndarray] | None
+                    ) -> dict[str, Any]:
+    """The public parameters of a view (Algorithm 1, step 4): what the estimator needs."""
+    parameters: dict[str, Any] = {
+        "alpha": alpha, "beta": beta, "k": mechanism.k, "gamma": mechanism.gamma,
+        "v": mechanism.v, "view": view}
+    if marginals is not None:
+        parameters["source"] = {c: [float(x) for x in p]
+                                for c, p in zip(domain.columns, marginals, strict=True)}
+    return parameters
+
+
 # -- the release ----------------------------------------------------------------------------
 
 
@@ -679,9 +941,12 @@ class AlphaBetaRelease(Release):
 
     def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
                  codes: Mapping[str, np.ndarray],
-                 earlier: Mapping[str, np.ndarray] | None = None) -> None:
+                 earlier: Mapping[str, np.ndarray] | None = None,
+                 part_rows: Sequence[int] | None = None) -> None:
         super().__init__(schema, parameters, n_rows)
         self.codes = dict(codes)
+        # The view's parts are cut by rank when it is published (`release_order`).
+        self.part_rows = None if part_rows is None else tuple(part_rows)
         self.domain = TupleDomain.of(schema)
         self.earlier = {c: np.asarray(earlier[c]) if earlier else
                         np.empty(0, dtype=schema[c].dtype) for c in schema.names}
@@ -695,9 +960,11 @@ class AlphaBetaRelease(Release):
         self._earlier_cube = Cube(self.earlier, schema.sizes(), n_earlier)
 
     def _tables(self) -> dict[str, pa.Table]:
-        tables = {"view": rows_to_arrow(self.schema, self.codes)}
+        tables = {"view": split_parts(rows_to_arrow(self.schema, self.codes), self.part_rows)}
         if int(self.parameters.get("view", 1)) > 1:
-            tables["earlier"] = rows_to_arrow(self.schema, self.earlier)
+            n_earlier = len(self.earlier[self.schema.names[0]])
+            tables["earlier"] = split_parts(rows_to_arrow(self.schema, self.earlier),
+                                            even_parts(n_earlier))
         return tables
 
     @classmethod
@@ -751,6 +1018,13 @@ class AlphaBetaRelease(Release):
 
 
 _SEEN = "\0seen"
+
+
+def even_parts(n_rows: int) -> list[int]:
+    """Row counts of `ppdp.plans.part_count` parts of nearly equal size, for rows without
+    ranks (V', in key order)."""
+    parts = part_count(n_rows)
+    return [(i + 1) * n_rows // parts - i * n_rows // parts for i in range(parts)]
 
 
 def bernoulli_variance(estimate: np.ndarray, total: np.ndarray, inside: Any,
