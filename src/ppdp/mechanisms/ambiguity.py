@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import scipy.sparse as sp
 
+from ppdp.blocks import GROUP_COLUMN, GroupMechanism
 from ppdp.errors import SchemaError
 from ppdp.guarantees import ambiguity_guarantee
 from ppdp.mechanisms.ambiguity_groups import (
@@ -37,16 +38,17 @@ from ppdp.mechanisms.base import (
 )
 from ppdp.mechanisms.group_product import GroupProduct
 from ppdp.query import BoundQuery
-from ppdp.randomness import RandomState, make_rng
 from ppdp.release import Release, rows_from_arrow, rows_to_arrow
+from ppdp.sources import Source
 from ppdp.table import Schema, Table
 
-GROUP_COLUMN = "GroupID"
 FREQUENCY_COLUMN = "Frequency"
 
 
-class Ambiguity(Mechanism):
-    """Ambiguity (alpha-presence, beta-association): per-attribute tables of QI-groups."""
+class Ambiguity(GroupMechanism, Mechanism):
+    """Ambiguity (alpha-presence, beta-association): per-attribute tables of QI-groups (in
+    memory with ``publish``, block by block from a source with ``publish_source``, see
+    `ppdp.blocks`)."""
 
     name = "ambiguity"
     summary = ("Ambiguity: QI-groups published as one table per quasi-identifier plus a "
@@ -61,13 +63,19 @@ class Ambiguity(Mechanism):
         self.alpha = require_unit_interval("alpha", alpha)
         self.beta = require_unit_interval("beta", beta)
 
-    def publish(self, table: Table, *, random_state: RandomState = None) -> AmbiguityRelease:
-        self.check_memory(table)
-        (sensitive,) = require_sensitive(table, "ambiguity", exactly_one=True)
-        quasi = table.schema.quasi_identifiers
-        if not quasi:
+    def sensitive_columns(self, data: Table | Source) -> tuple[str, ...]:
+        """The one sensitive column, with a declared domain (and at least one
+        quasi-identifier beside it)."""
+        sensitive = require_sensitive(data, "ambiguity", exactly_one=True)
+        if not data.schema.quasi_identifiers:
             raise SchemaError("ambiguity needs at least one quasi-identifier column")
-        rng = make_rng(random_state)
+        return sensitive
+
+    def publish_block(self, table: Table, rng: np.random.Generator) -> AmbiguityRelease:
+        """The QI-groups of Algorithm 2 (Section 7), published as the ambiguity scheme
+        (Definition 3.3)."""
+        (sensitive,) = self.sensitive_columns(table)
+        quasi = table.schema.quasi_identifiers
         column = table.schema[sensitive]
         groups = ambiguity_groups(
             [table.codes[q] for q in quasi], [table.schema[q].size for q in quasi],

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import scipy.sparse as sp
 
+from ppdp.blocks import GROUP_COLUMN, GroupMechanism
 from ppdp.errors import QueryError
 from ppdp.guarantees import anatomy_guarantee
 from ppdp.mechanisms.base import (
@@ -30,15 +31,14 @@ from ppdp.mechanisms.base import (
 )
 from ppdp.mechanisms.grouping import distinct_value_groups
 from ppdp.query import BoundQuery, Cube, count_histogram, flat_key, split
-from ppdp.randomness import RandomState, make_rng
 from ppdp.release import Release, rows_from_arrow, rows_to_arrow
+from ppdp.sources import Source
 from ppdp.table import Schema, Table
 
-GROUP_COLUMN = "GroupID"
 
-
-class Anatomy(Mechanism):
-    """Anatomy: l-diverse groups published as a QIT and an ST."""
+class Anatomy(GroupMechanism, Mechanism):
+    """Anatomy: l-diverse groups published as a QIT and an ST (in memory with ``publish``,
+    block by block from a source with ``publish_source``, see `ppdp.blocks`)."""
 
     name = "anatomy"
     summary = "Anatomy: groups of l distinct sensitive values, published as QIT + ST tables"
@@ -49,10 +49,14 @@ class Anatomy(Mechanism):
     def __init__(self, *, l: int) -> None:  # noqa: E741 - the paper's symbol
         self.l = require_integer("l", l, 2)
 
-    def publish(self, table: Table, *, random_state: RandomState = None) -> AnatomyRelease:
-        self.check_memory(table)
-        (sensitive,) = require_sensitive(table, "Anatomy", exactly_one=True)
-        rng = make_rng(random_state)
+    def sensitive_columns(self, data: Table | Source) -> tuple[str, ...]:
+        """The one sensitive column, with a declared domain."""
+        return require_sensitive(data, "Anatomy", exactly_one=True)
+
+    def publish_block(self, table: Table, rng: np.random.Generator) -> AnatomyRelease:
+        """Partition the rows into groups of l distinct sensitive values, then publish the
+        QIT (rows shuffled) and the ST (Xiao and Tao 2006, Section 3)."""
+        (sensitive,) = self.sensitive_columns(table)
         column = table.schema[sensitive]
         values = table.codes[sensitive]
         groups = distinct_value_groups(values, self.l, domain_size=column.size,

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ppdp.blocks import GroupMechanism
 from ppdp.guarantees import splu_guarantee
 from ppdp.mechanisms.base import (
     Mechanism,
@@ -44,16 +45,20 @@ from ppdp.mechanisms.base import (
 from ppdp.mechanisms.decoy_transition import ValueModel, estimate_variance
 from ppdp.mechanisms.grouping import DistinctValueGroups, distinct_value_groups
 from ppdp.query import AllOf, BoundQuery, Const, Predicate, count_histogram, simplify, split
-from ppdp.randomness import RandomState, make_rng
 from ppdp.reconstruct import delta_method_variance, iterative_bayesian
 from ppdp.release import RowsRelease
+from ppdp.sources import Source
 from ppdp.table import Schema, Table
 
 _CHUNK = 1 << 20
 
 
-class SPLUGen(Mechanism):
-    """SPLU-Gen (Section 3): decoy-group randomization of the sensitive attributes."""
+class SPLUGen(GroupMechanism, Mechanism):
+    """SPLU-Gen (Section 3): decoy-group randomization of the sensitive attributes.
+
+    ``publish`` randomizes a table in memory; ``publish_source`` a source of any size, block by
+    block (`ppdp.blocks`): decoy groups are formed inside each block.
+    """
 
     name = "splu"
     summary = "SPLU-Gen: each sensitive value redrawn from a hidden decoy group of gamma values"
@@ -71,11 +76,14 @@ class SPLUGen(Mechanism):
     def __init__(self, *, gamma: int) -> None:
         self.gamma = require_integer("gamma", gamma, 2)
 
-    def publish(self, table: Table, *, random_state: RandomState = None) -> SpluRelease:
-        """Randomize every sensitive column through its decoy groups, then shuffle the rows."""
-        self.check_memory(table)
-        require_sensitive(table, "SPLU-Gen")
-        rng = make_rng(random_state)
+    def sensitive_columns(self, data: Table | Source) -> tuple[str, ...]:
+        """The sensitive columns (one or more), with declared domains."""
+        return require_sensitive(data, "SPLU-Gen")
+
+    def publish_block(self, table: Table, rng: np.random.Generator) -> SpluRelease:
+        """Randomize every sensitive column through its decoy groups, then shuffle the rows
+        (Section 3.1)."""
+        self.sensitive_columns(table)
 
         def redraw(name: str, values: np.ndarray) -> np.ndarray:
             column = table.schema[name]
