@@ -7,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ppdp.evaluate.demo import DemoResult, run_demo
@@ -79,11 +80,18 @@ def test_splu_small_counts_err_more_than_large(demo: tuple[DemoResult, Path]) ->
 
 def test_sdr_errs_less_than_uniform_perturbation(demo: tuple[DemoResult, Path]) -> None:
     # SDR Section 6.2: at the same (rho1, rho2) PP retains more (Adult: p = 0.125 for UP, a
-    # row-weighted 0.19 for PP, see ppdp guarantee) and so errs less. The relative standard
-    # error of an estimate scales with 1/p, so on 200 large counts averaged the gap of ~1.5x
-    # in 1/p cannot be reversed by chance.
-    rows = {row.mechanism: row for row in demo[0].rows}
-    assert rows["SDR (PP)"].large_error < rows["Uniform perturbation"].large_error
+    # row-weighted 0.19 for PP, see ppdp guarantee) and so errs less in expectation. One
+    # publication's errors over 200 queries share its draws (the same rows answer many
+    # queries), so one pair of publications can reverse the order (seed 0: 0.280 against
+    # 0.270); the mean over four publications of each is measured instead (0.225 against
+    # 0.290 with these seeds).
+    def errors(result: DemoResult) -> dict[str, float]:
+        return {row.mechanism: row.large_error for row in result.rows}
+
+    runs = [errors(demo[0])] + [errors(run_demo(None, size=200, random_state=seed,
+                                                progress=False)) for seed in (1, 2, 3)]
+    assert np.mean([r["SDR (PP)"] for r in runs]) \
+        < np.mean([r["Uniform perturbation"] for r in runs])
 
 
 def test_seed_reproduces_errors_and_no_output_dir_writes_nothing(
