@@ -24,6 +24,7 @@ import ppdp
 from ppdp.errors import InfeasibleError, ReleaseError, SchemaError
 from ppdp.guarantees import mondrian_guarantee
 from ppdp.hierarchy import Hierarchy, read_hierarchies
+from ppdp.keyed import KeyedStream, make_key
 from ppdp.mechanisms import mondrian
 from ppdp.mechanisms.mondrian import Mondrian, MondrianRelease, mondrian_partition
 from ppdp.release import Estimate, GroupedEstimate, load_release
@@ -123,6 +124,45 @@ def test_a_label_that_would_mean_two_covers_is_renamed() -> None:
     release = Mondrian(k=2, hierarchies={"x": hierarchy}).publish(table, random_state=0)
     assert release.covers("x") == {"a": ("a",), "a (level 1)": ("a", "b")}
     assert release.count("x = 'b'").value == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(("name", "hierarchy"), [("age", None), ("zip", None),
+                                                ("zip", zip_hierarchy())])
+def test_generalized_values_do_not_depend_on_the_order_of_classes(
+        name: str, hierarchy: Hierarchy | None) -> None:
+    # A source larger than memory finds its classes partition by partition: the labels, their
+    # numbering and each class's label must come out as when all classes are found at once.
+    column = hand_table().schema[name]
+    bound = hierarchy.bind(column) if hierarchy is not None else None
+    rng = np.random.default_rng(len(name))
+    n_classes = 12
+    low = rng.integers(0, column.size, n_classes)
+    high = np.maximum(low, rng.integers(0, column.size, n_classes))
+    values = [np.unique(rng.integers(0, column.size, 2)) for _ in range(n_classes)]
+
+    def add(covers: mondrian._Covers, classes: list[int]) -> np.ndarray:
+        pairs = np.concatenate([j * column.size + values[c] for j, c in enumerate(classes)])
+        return covers.add(low[classes], high[classes], pairs)
+
+    at_once = mondrian._Covers(column, bound)
+    keys = add(at_once, list(range(n_classes)))
+    by_parts = mondrian._Covers(column, bound)
+    late, early = list(range(7, n_classes)), list(range(7))
+    parts_keys = np.concatenate([add(by_parts, late), add(by_parts, early)])
+    first, second = at_once.finish(), by_parts.finish()
+    assert first.labels == second.labels
+    np.testing.assert_array_equal(first.indptr, second.indptr)
+    np.testing.assert_array_equal(first.codes, second.codes)
+    np.testing.assert_array_equal(at_once.nodes(keys)[late + early], by_parts.nodes(parts_keys))
+
+
+def test_the_release_order_is_keyed_by_row() -> None:
+    table = hand_table()
+    release = Mondrian(k=2).publish(table, random_state=3)
+    draws = KeyedStream(make_key(3), mondrian.STREAM).raw(0, table.n_rows)
+    order = np.argsort(draws, kind="stable")
+    assert release.sensitive_codes.tolist() == table.codes["disease"][order].tolist()
+    assert release.part_rows == (table.n_rows,)
 
 
 # -- invariants on random tables ------------------------------------------------------------

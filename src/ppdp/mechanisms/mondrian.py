@@ -23,15 +23,32 @@ in one permutation, ranges are ``reduceat`` reductions, the medians come from on
 histogram of those keys), and cut partitions are split by a stable counting sort, so a level
 costs a few passes over the rows and no Python loop runs per row or per partition.
 
+A source larger than memory (``Mondrian.publish_source``) is cut the same way in two stages.
+While a partition holds more than `LOCAL_ROWS` rows, its cut is decided from its histograms
+(counts by rank per quasi-identifier; for l >= 2, which sensitive values lie below, at and above
+each median), gathered for all open partitions of a level in one pass over the source, each row
+finding its partition by descending the cuts made so far. One more pass spills the rows of every
+smaller partition to a file of its own, and each is partitioned in memory as above. Both stages
+decide a cut with the same function (`_choose_cuts`), and a partition's cuts depend on its rows
+alone, so the classes are those of the in-memory recursion. Generalized values are numbered in a
+canonical order (`_Covers`), whatever the order the classes are found in.
+
+Rows are published in a keyed random order (stream ``"mondrian"`` of `ppdp.keyed`, by row id)
+and written in parts of that order (`ppdp.plans`), so that ``publish(table).save(directory)``
+and ``publish_source`` write the same files from the same ``random_state``.
+
 Estimation assumes values uniform over each class's generalized value (over the domain values
 it covers) and independent between attributes inside a class (see ``group_product``).
 """
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,17 +59,29 @@ import scipy.sparse as sp
 from ppdp.errors import InfeasibleError, SchemaError
 from ppdp.guarantees import GeneralizationGuarantee, mondrian_guarantee
 from ppdp.hierarchy import BoundHierarchy, Hierarchy
+from ppdp.keyed import KeyedStream, make_key
 from ppdp.mechanisms.base import (
     Mechanism,
     Parameter,
+    Progress,
     require_integer,
     require_sensitive,
-    shuffled_positions,
 )
 from ppdp.mechanisms.group_product import GroupProduct
+from ppdp.plans import part_count, part_of, rank_order, split_parts
 from ppdp.query import BoundQuery
-from ppdp.randomness import RandomState, make_rng
-from ppdp.release import Release, rows_from_arrow
+from ppdp.randomness import RandomState
+from ppdp.release import (
+    Release,
+    part_names,
+    require_replaceable_release,
+    rows_from_arrow,
+    write_metadata,
+    write_parquet,
+)
+from ppdp.sources import DEFAULT_BATCH_ROWS, Source, TableSource
+from ppdp.storage import commit_directory, staged_directory
+from ppdp.streaming import check_target
 from ppdp.table import Column, Schema, Table, code_dtype
 
 ROWS = "rows"
@@ -144,7 +173,6 @@ def _levels(ranks: Sequence[np.ndarray], n_ranks: Sequence[int], sensitive: np.n
     """Top-down median cuts, all open partitions of a level at once."""
     n_rows = len(sensitive)
     widest = max(n_ranks)
-    scale = np.maximum(np.asarray(n_ranks, dtype=np.float64) - 1, 1)
     index = np.int32 if n_rows < 2**31 else np.int64
     classes = np.empty(n_rows, dtype=index)
     lows, highs = [], []
@@ -154,7 +182,7 @@ def _levels(ranks: Sequence[np.ndarray], n_ranks: Sequence[int], sensitive: np.n
     # sensitive value. They are carried along as the rows move, so every pass reads them in
     # order; gathering them from the input order at each level would be random access.
     perm = np.arange(n_rows, dtype=index)
-    current = np.stack([r.astype(code_dtype(widest), copy=False) for r in ranks], axis=1)
+    current = _rank_matrix(ranks, widest)
     values = sensitive.astype(code_dtype(n_sensitive)) if l >= 2 else None
     sizes = np.asarray([n_rows], dtype=np.int64)
     while len(sizes):
@@ -163,10 +191,9 @@ def _levels(ranks: Sequence[np.ndarray], n_ranks: Sequence[int], sensitive: np.n
         part = np.repeat(np.arange(count, dtype=index), sizes)
         low = np.minimum.reduceat(current, starts, axis=0)
         high = np.maximum.reduceat(current, starts, axis=0)
-        span = (high - low) / scale
-        order = np.argsort(-span, axis=1, kind="stable")
-        cut_dim, threshold = _cuts(current, part, sizes, order, span, values, n_sensitive,
-                                   widest, k, l)
+        cut_dim, threshold = _choose_cuts(
+            low, high, n_ranks, sizes, k, l,
+            _row_medians(current, part, sizes, values, n_sensitive, widest))
         final = cut_dim < 0
         if final.any():
             in_final = final[part]
@@ -194,6 +221,123 @@ def _levels(ranks: Sequence[np.ndarray], n_ranks: Sequence[int], sensitive: np.n
                       np.concatenate(highs).T.astype(np.int64))
 
 
+def _rank_matrix(ranks: Sequence[np.ndarray], widest: int) -> np.ndarray:
+    """The ranks as one record per row (rows x attributes), in the narrowest code type."""
+    return np.stack([r.astype(code_dtype(widest), copy=False) for r in ranks], axis=1)
+
+
+MedianCounts = tuple[np.ndarray, np.ndarray, np.ndarray,
+                     tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None]
+"""Per tried partition: its median rank on the tried dimension, its rows below and at the
+median, and (for l >= 2) the distinct sensitive values left and right of cuts A and B."""
+
+
+def _choose_cuts(low: np.ndarray, high: np.ndarray, n_ranks: Sequence[int], sizes: np.ndarray,
+                 k: int, l: int,  # noqa: E741
+                 at_median: Callable[[np.ndarray, np.ndarray], MedianCounts]
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """For each open partition the dimension it is cut on (-1: none) and the rank threshold
+    above which a row goes right (LeFevre et al. 2006, Section 4, strict partitioning).
+
+    ``low`` and ``high`` (partitions x attributes) are each partition's rank range;
+    dimensions are tried in decreasing span normalised by the domain, each at its median
+    (``at_median(tried partitions, their dimensions)``); a cut "<= m | > m" or "< m | >= m" is
+    allowable when both sides hold at least k rows and, for l >= 2, l distinct sensitive
+    values. The in-memory recursion and the aggregated top levels both decide here.
+    """
+    scale = np.maximum(np.asarray(n_ranks, dtype=np.float64) - 1, 1)
+    span = (high - low) / scale
+    order = np.argsort(-span, axis=1, kind="stable")
+    count = len(sizes)
+    columns = np.arange(count)
+    cut_dim = np.full(count, -1, dtype=np.int64)
+    threshold = np.zeros(count, dtype=np.int64)
+    pending = np.ones(count, dtype=bool)
+    for attempt in range(order.shape[1]):
+        dim = order[:, attempt]
+        # Dimensions come in decreasing span: once it is 0, no later one can be cut either.
+        pending &= span[columns, dim] > 0
+        tried = np.flatnonzero(pending)
+        if not len(tried):
+            break
+        median, below, at, sides = at_median(tried, dim[tried])
+        above = sizes[tried] - below - at
+        ok_a = (below + at >= k) & (above >= k)  # rank <= m | rank > m
+        ok_b = (below >= k) & (at + above >= k)  # rank < m | rank >= m
+        if l >= 2:
+            assert sides is not None
+            a_left, a_right, b_left, b_right = sides
+            ok_a &= (a_left >= l) & (a_right >= l)
+            ok_b &= (b_left >= l) & (b_right >= l)
+        cut = ok_a | ok_b
+        chosen = tried[cut]
+        cut_dim[chosen] = dim[chosen]
+        threshold[chosen] = np.where(ok_a[cut], median[cut], median[cut] - 1)
+        pending[chosen] = False
+    return cut_dim, threshold
+
+
+def _histogram_median(histogram: np.ndarray, sizes: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's median rank (the first whose running count passes size // 2) and its counts
+    below and at the median, from counts by rank (partitions x ranks)."""
+    through = np.cumsum(histogram, axis=1)
+    median = np.count_nonzero(through <= (sizes // 2)[:, None], axis=1)
+    positions = np.arange(len(sizes))
+    at = histogram[positions, median]
+    return median, through[positions, median] - at, at
+
+
+def _row_medians(current: np.ndarray, part: np.ndarray, sizes: np.ndarray,
+                 values: np.ndarray | None, n_values: int, widest: int
+                 ) -> Callable[[np.ndarray, np.ndarray], MedianCounts]:
+    """``at_median`` of `_choose_cuts` over the rows of a level (grouped by partition)."""
+    count = len(sizes)
+
+    def at_median(tried: np.ndarray, dim: np.ndarray) -> MedianCounts:
+        if len(tried) == count:
+            rows = None
+            local = part
+            rank = current[np.arange(len(part)), np.repeat(dim, sizes)]
+        else:
+            lookup = np.full(count, -1, dtype=part.dtype)
+            lookup[tried] = np.arange(len(tried))
+            local = lookup[part]
+            rows = np.flatnonzero(local >= 0)
+            local = local[rows]
+            rank = current[rows, dim[local]]
+        tried_sizes = sizes[tried]
+        key_type = np.int32 if len(tried) * widest < 2**31 else np.int64
+        key = local.astype(key_type) * key_type(widest) + rank
+        if len(tried) * widest <= HISTOGRAM_CELLS_PER_ROW * len(key):
+            # Few partitions: a histogram of ranks per partition gives the median without
+            # sorting.
+            histogram = np.bincount(key, minlength=len(tried) * widest).reshape(-1, widest)
+            median, below, at = _histogram_median(histogram, tried_sizes)
+        else:
+            # Rows are grouped by partition, so sorting partition * R + rank sorts each
+            # partition's ranks in place; its median is at start + size // 2.
+            positions = np.arange(len(tried))
+            tried_starts = np.cumsum(tried_sizes) - tried_sizes
+            key.sort()
+            median = key[tried_starts + tried_sizes // 2].astype(np.int64) - positions * widest
+            bounds = (positions * widest + median).astype(key.dtype)
+            first = np.searchsorted(key, bounds, side="left")
+            below = first - tried_starts
+            at = np.searchsorted(key, bounds, side="right") - first
+        del key
+        if values is None:
+            return median, below, at, None
+        row_median = median.astype(rank.dtype)[local]
+        # 0: below the median, 1: at it, 2: above.
+        category = (rank >= row_median).astype(np.int8) + (rank > row_median)
+        cell = local.astype(np.int64) * 3 + category
+        return median, below, at, _distinct_sides(
+            cell, values if rows is None else values[rows], len(tried), n_values)
+
+    return at_median
+
+
 def _place(array: np.ndarray, target: np.ndarray) -> np.ndarray:
     """``array`` with row i moved to ``target[i]``."""
     if array.ndim == 2:
@@ -214,78 +358,6 @@ def _take(array: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return array[rows]
 
 
-def _cuts(current: np.ndarray, part: np.ndarray, sizes: np.ndarray, order: np.ndarray,
-          span: np.ndarray, values: np.ndarray | None, n_values: int, widest: int,
-          k: int, l: int) -> tuple[np.ndarray, np.ndarray]:  # noqa: E741
-    """For each open partition the dimension it is cut on (-1: none) and the rank threshold
-    above which a row goes right, trying dimensions in decreasing normalised span."""
-    count = len(sizes)
-    columns = np.arange(count)
-    cut_dim = np.full(count, -1, dtype=np.int64)
-    threshold = np.zeros(count, dtype=np.int64)
-    pending = np.ones(count, dtype=bool)
-    for attempt in range(order.shape[1]):
-        dim = order[:, attempt]
-        # Dimensions come in decreasing span: once it is 0, no later one can be cut either.
-        pending &= span[columns, dim] > 0
-        tried = np.flatnonzero(pending)
-        if not len(tried):
-            break
-        if len(tried) == count:
-            rows = None
-            local = part
-            rank = current[np.arange(len(part)), np.repeat(dim, sizes)]
-        else:
-            rows = np.flatnonzero(pending[part])
-            lookup = np.full(count, -1, dtype=part.dtype)
-            lookup[tried] = np.arange(len(tried))
-            local = lookup[part[rows]]
-            rank = current[rows, dim[part[rows]]]
-        tried_sizes = sizes[tried]
-        tried_starts = np.cumsum(tried_sizes) - tried_sizes
-        positions = np.arange(len(tried))
-        key_type = np.int32 if len(tried) * widest < 2**31 else np.int64
-        key = local.astype(key_type) * key_type(widest) + rank
-        half = tried_sizes // 2
-        if len(tried) * widest <= HISTOGRAM_CELLS_PER_ROW * len(key):
-            # Few partitions: a histogram of ranks per partition gives the median (the
-            # first rank whose running count passes size // 2) without sorting.
-            histogram = np.bincount(key, minlength=len(tried) * widest).reshape(-1, widest)
-            through = np.cumsum(histogram, axis=1)
-            median = np.count_nonzero(through <= half[:, None], axis=1)
-            at = histogram[positions, median]
-            below = through[positions, median] - at
-        else:
-            # Rows are grouped by partition, so sorting partition * R + rank sorts each
-            # partition's ranks in place; its median is at start + size // 2.
-            key.sort()
-            median = key[tried_starts + half].astype(np.int64) - positions * widest
-            bounds = (positions * widest + median).astype(key.dtype)
-            first = np.searchsorted(key, bounds, side="left")
-            below = first - tried_starts
-            at = np.searchsorted(key, bounds, side="right") - first
-        del key
-        above = tried_sizes - below - at
-        ok_a = (below + at >= k) & (above >= k)  # rank <= m | rank > m
-        ok_b = (below >= k) & (at + above >= k)  # rank < m | rank >= m
-        if l >= 2:
-            assert values is not None
-            row_median = median.astype(rank.dtype)[local]
-            # 0: below the median, 1: at it, 2: above.
-            category = (rank >= row_median).astype(np.int8) + (rank > row_median)
-            cell = local.astype(np.int64) * 3 + category
-            a_left, a_right, b_left, b_right = _distinct_sides(
-                cell, values if rows is None else values[rows], len(tried), n_values)
-            ok_a &= (a_left >= l) & (a_right >= l)
-            ok_b &= (b_left >= l) & (b_right >= l)
-        cut = ok_a | ok_b
-        chosen = tried[cut]
-        cut_dim[chosen] = dim[chosen]
-        threshold[chosen] = np.where(ok_a[cut], median[cut], median[cut] - 1)
-        pending[chosen] = False
-    return cut_dim, threshold
-
-
 def _distinct_sides(cell: np.ndarray, values: np.ndarray, count: int, n_values: int
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Distinct sensitive values on the left and right of cuts A (<= m | > m) and
@@ -293,9 +365,7 @@ def _distinct_sides(cell: np.ndarray, values: np.ndarray, count: int, n_values: 
     if count * 3 * n_values <= max(4 * len(cell), 1 << 20):
         present = np.bincount(cell * n_values + values,
                               minlength=count * 3 * n_values).reshape(count, 3, n_values) > 0
-        below, at, above = present[:, 0], present[:, 1], present[:, 2]
-        return ((below | at).sum(axis=1), above.sum(axis=1), below.sum(axis=1),
-                (at | above).sum(axis=1))
+        return _side_counts(present[:, 0], present[:, 1], present[:, 2])
     # Many partitions times many values: count the distinct triples instead.
     triples = np.unique(cell * n_values + values)
     local, category = triples // (3 * n_values), (triples // n_values) % 3
@@ -307,6 +377,14 @@ def _distinct_sides(cell: np.ndarray, values: np.ndarray, count: int, n_values: 
 
     a, b = distinct(category == 2), distinct(category >= 1)
     return a[:, 0], a[:, 1], b[:, 0], b[:, 1]
+
+
+def _side_counts(below: np.ndarray, at: np.ndarray, above: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct values on each side of cuts A and B, from which values occur below, at and
+    above the median (partitions x values, booleans)."""
+    return ((below | at).sum(axis=1), above.sum(axis=1), below.sum(axis=1),
+            (at | above).sum(axis=1))
 
 
 def _split(side: np.ndarray, totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -376,10 +454,106 @@ def _value_label(value: Any) -> str:
     return str(value)
 
 
-def _generalize_hierarchy(bound: BoundHierarchy, low: np.ndarray, high: np.ndarray
-                          ) -> tuple[np.ndarray, list[str], list[np.ndarray], list[int]]:
-    """Each class's lowest common ancestor of its lowest- and highest-ranked values."""
-    column = bound.column
+class _Covers:
+    """The generalized values of one quasi-identifier's classes, gathered from any number of
+    partitions and numbered in one canonical order, so that a release does not depend on the
+    order its classes were found in.
+
+    A class's value is its key: the lowest hierarchy node over its range (``level * size +
+    node``), its range of codes (``low * size + high``) for a number, ordered text or dates,
+    or else the set of codes its rows hold (an id per distinct set).
+    """
+
+    def __init__(self, column: Column, bound: BoundHierarchy | None) -> None:
+        self.column = column
+        self.bound = bound
+        self.by_values = bound is None and not (
+            column.kind in ("int", "float") or column.ordered or column.iso_dates)
+        self._keys = np.zeros(0, dtype=np.int64)
+        self._sets: dict[bytes, int] = {}
+        self._lookup: tuple[np.ndarray, np.ndarray] | None = None
+
+    def of_partition(self, partition: _Partition, position: int, codes: np.ndarray
+                     ) -> np.ndarray:
+        """Each class's key; ``codes`` are the rows' codes of this attribute (at
+        ``position`` among the quasi-identifiers), in the partition's row order."""
+        pairs = (np.unique(partition.classes.astype(np.int64) * self.column.size + codes)
+                 if self.by_values else None)
+        return self.add(partition.low[position], partition.high[position], pairs)
+
+    def add(self, low: np.ndarray, high: np.ndarray, pairs: np.ndarray | None) -> np.ndarray:
+        """Each class's key, from its lowest and highest rank and, for a set, ``pairs``: the
+        sorted distinct ``class * size + code`` of its rows."""
+        if self.by_values:
+            assert pairs is not None
+            return self._set_keys(pairs, len(low))
+        if self.bound is not None:
+            keys = _hierarchy_keys(self.bound, low, high)
+        else:
+            keys = np.asarray(low, dtype=np.int64) * self.column.size + high
+        self._keys = np.union1d(self._keys, keys)
+        return keys
+
+    def _set_keys(self, pairs: np.ndarray, n_classes: int) -> np.ndarray:
+        size = self.column.size
+        pair_class, pair_code = pairs // size, pairs % size
+        counts = np.bincount(pair_class, minlength=n_classes)
+        starts = np.cumsum(counts) - counts
+        # Classes with equal sets are grouped through a 128-bit set hash (XOR of fixed random
+        # words per value), then checked value by value; after a collision every class is
+        # looked up on its own. The exact set is what names it.
+        words = np.random.default_rng(20060403).integers(
+            0, np.iinfo(np.int64).max, size=(2, size), dtype=np.int64, endpoint=True)
+        hashes = np.stack([np.bitwise_xor.reduceat(w[pair_code], starts) for w in words],
+                          axis=1)
+        _, first, group = np.unique(hashes, axis=0, return_index=True, return_inverse=True)
+        group = group.reshape(-1)
+        representative = first[group]
+        offsets = np.arange(len(pairs)) - starts[pair_class]
+        if not (np.array_equal(counts, counts[representative]) and np.array_equal(
+                pair_code, pair_code[starts[representative[pair_class]] + offsets])):
+            first = group = np.arange(n_classes)
+        ids = np.asarray([self._sets.setdefault(pair_code[start:start + count].tobytes(),
+                                                len(self._sets))
+                          for start, count in zip(starts[first].tolist(),
+                                                  counts[first].tolist(), strict=True)],
+                         dtype=np.int64)
+        return ids[group]
+
+    def finish(self) -> Generalized:
+        """The generalized values of every class added, labelled, in canonical order (keys
+        ascending; sets by their sorted codes)."""
+        levels: list[int] | None = None
+        if self.by_values:
+            sets = [np.frombuffer(cover, dtype=np.int64) for cover in self._sets]
+            order = sorted(range(len(sets)), key=lambda i: sets[i].tolist())
+            covers = [sets[i] for i in order]
+            labels = [_set_label(self.column, cover) for cover in covers]
+            keys = np.arange(len(sets), dtype=np.int64)
+        elif self.bound is not None:
+            keys = self._keys
+            labels, covers, levels = _hierarchy_nodes(self.bound, keys)
+        else:
+            keys = self._keys
+            labels, covers = _range_nodes(self.column, keys)
+        remap, generalized = _distinct_labels(labels, covers, levels)
+        if self.by_values:
+            node = np.empty(len(order), dtype=np.int64)
+            node[order] = remap
+            remap = node
+        self._lookup = (keys, remap)
+        return generalized
+
+    def nodes(self, keys: np.ndarray) -> np.ndarray:
+        """The generalized value (node) of each key, once ``finish`` has run."""
+        assert self._lookup is not None
+        known, node = self._lookup
+        return node[np.searchsorted(known, keys)].astype(np.int32)
+
+
+def _hierarchy_keys(bound: BoundHierarchy, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Each class's lowest common ancestor of its lowest- and highest-ranked values, as
+    ``level * size + node`` (every level has at most one node per code)."""
     code_by_rank = np.argsort(bound.rank)
     first, last = code_by_rank[low], code_by_rank[high]
     single = first == last
@@ -389,8 +563,13 @@ def _generalize_hierarchy(bound: BoundHierarchy, low: np.ndarray, high: np.ndarr
         common = (level < 0) & (ids[first] == ids[last])
         level[common] = depth
         node[common] = ids[first][common]
-    # Every level has at most one node per code, so level * size + node is a unique key.
-    keys, node_of_class = np.unique(level * column.size + node, return_inverse=True)
+    return (level * bound.column.size + node).astype(np.int64)
+
+
+def _hierarchy_nodes(bound: BoundHierarchy, keys: np.ndarray
+                     ) -> tuple[list[str], list[np.ndarray], list[int]]:
+    """The label, cover and level of each hierarchy node key."""
+    column = bound.column
     labels, covers, levels = [], [], []
     for key in keys.tolist():
         depth, index = divmod(key, column.size)
@@ -398,61 +577,33 @@ def _generalize_hierarchy(bound: BoundHierarchy, low: np.ndarray, high: np.ndarr
                       else bound.labels[depth - 1][index])
         covers.append(bound.cover(depth, index))
         levels.append(depth)
-    return node_of_class.reshape(-1), labels, covers, levels
+    return labels, covers, levels
 
 
-def _generalize_range(column: Column, low: np.ndarray, high: np.ndarray
-                      ) -> tuple[np.ndarray, list[str], list[np.ndarray]]:
-    """Each class's range ``[lo, hi]`` of a numeric, ordered or date column (codes follow the
-    column's order, so a range of codes is a range of values)."""
-    keys, node_of_class = np.unique(low * column.size + high, return_inverse=True)
+def _range_nodes(column: Column, keys: np.ndarray) -> tuple[list[str], list[np.ndarray]]:
+    """The label ``[lo, hi]`` and cover of each range key of a numeric, ordered or date
+    column (codes follow the column's order, so a range of codes is a range of values)."""
     labels, covers = [], []
     for key in keys.tolist():
         lo, hi = divmod(key, column.size)
         labels.append(_value_label(column.domain[lo]) if lo == hi
                       else f"[{column.domain[lo]}, {column.domain[hi]}]")
         covers.append(np.arange(lo, hi + 1, dtype=np.int64))
-    return node_of_class.reshape(-1), labels, covers
+    return labels, covers
 
 
-def _generalize_set(column: Column, classes: np.ndarray, codes: np.ndarray, n_classes: int
-                    ) -> tuple[np.ndarray, list[str], list[np.ndarray]]:
-    """Each class's set of the values its rows hold (a string column without hierarchy)."""
-    pairs = np.unique(classes.astype(np.int64) * column.size + codes)
-    pair_class, pair_code = pairs // column.size, pairs % column.size
-    counts = np.bincount(pair_class, minlength=n_classes)
-    starts = np.cumsum(counts) - counts
-    # Equal sets are found through a 128-bit set hash (XOR of fixed random words per value),
-    # then checked value by value; a collision falls back to exact grouping.
-    words = np.random.default_rng(20060403).integers(
-        0, np.iinfo(np.int64).max, size=(2, column.size), dtype=np.int64, endpoint=True)
-    hashes = np.stack([np.bitwise_xor.reduceat(w[pair_code], starts) for w in words], axis=1)
-    _, first, set_of_class = np.unique(hashes, axis=0, return_index=True, return_inverse=True)
-    set_of_class = set_of_class.reshape(-1)
-    representative = first[set_of_class]
-    offsets = np.arange(len(pairs)) - starts[pair_class]
-    same = (np.array_equal(counts, counts[representative]) and np.array_equal(
-        pair_code, pair_code[starts[representative[pair_class]] + offsets]))
-    if not same:
-        groups: dict[tuple[int, ...], int] = {}
-        set_of_class = np.asarray([
-            groups.setdefault(tuple(pair_code[s:s + c].tolist()), len(groups))
-            for s, c in zip(starts.tolist(), counts.tolist(), strict=True)])
-        first = np.unique(set_of_class, return_index=True)[1]
-    labels, covers = [], []
-    for index in first.tolist():
-        cover = pair_code[starts[index]:starts[index] + counts[index]]
-        values = [column.domain[c] for c in cover.tolist()]
-        labels.append(_value_label(values[0]) if len(values) == 1
-                      else "{" + ", ".join(map(str, values)) + "}")
-        covers.append(cover)
-    return set_of_class, labels, covers
+def _set_label(column: Column, cover: np.ndarray) -> str:
+    """The label of a set of values: the value alone, or ``{a, b}``."""
+    values = [column.domain[c] for c in cover.tolist()]
+    return (_value_label(values[0]) if len(values) == 1
+            else "{" + ", ".join(map(str, values)) + "}")
 
 
-def _distinct_labels(node_of_class: np.ndarray, labels: list[str], covers: list[np.ndarray],
+def _distinct_labels(labels: list[str], covers: list[np.ndarray],
                      levels: Sequence[int] | None) -> tuple[np.ndarray, Generalized]:
     """Merge nodes with the same label and cover; rename a label that would denote two
-    different covers (with its hierarchy level, then a counter), keeping the first as is."""
+    different covers (with its hierarchy level, then a counter), keeping the first as is.
+    Returns the merged node of each input node, and the merged nodes."""
     merged: dict[tuple[str, bytes], int] = {}
     remap = np.empty(len(labels), dtype=np.int64)
     kept: list[int] = []
@@ -477,23 +628,68 @@ def _distinct_labels(node_of_class: np.ndarray, labels: list[str], covers: list[
             names[position] = candidate
             used.add(candidate)
         seen.add(label)
-    return remap[node_of_class], Generalized.from_covers(names, [covers[j] for j in kept])
+    return remap, Generalized.from_covers(names, [covers[j] for j in kept])
 
 
 # ---------------------------------------------------------------------------------------------
 # The mechanism
 
 
+STREAM = "mondrian"
+"""The keyed stream of the release order: rows are published in the order of their 64-bit
+draws (ties by row id), which is the only random choice Mondrian makes."""
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """A checked input's quasi-identifiers, sensitive column and bound hierarchies."""
+
+    schema: Schema
+    sensitive: str
+    bound: dict[str, BoundHierarchy]
+
+    @property
+    def quasi(self) -> tuple[str, ...]:
+        return self.schema.quasi_identifiers
+
+    @property
+    def n_ranks(self) -> list[int]:
+        return [self.schema[name].size for name in self.quasi]
+
+    @property
+    def published(self) -> Schema:
+        return self.schema.select([*self.quasi, self.sensitive])
+
+    def parameters(self, k: int, l: int) -> dict[str, Any]:  # noqa: E741
+        return {"k": k, "l": l, "hierarchies": [n for n in self.quasi if n in self.bound]}
+
+    def ranks(self, codes: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        return _ranks(self.quasi, self.bound, codes)
+
+    def covers(self) -> dict[str, _Covers]:
+        return {name: _Covers(self.schema[name], self.bound.get(name)) for name in self.quasi}
+
+
+def _ranks(quasi: Sequence[str], bound: Mapping[str, BoundHierarchy],
+           codes: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """Each quasi-identifier's rank per row, from its codes."""
+    ranks = []
+    for name in quasi:
+        values = codes[name]
+        # A lookup table of the codes' own width keeps the per-row ranks small.
+        ranks.append(bound[name].rank.astype(values.dtype)[values] if name in bound
+                     else values)
+    return ranks
+
+
 @dataclass(frozen=True)
 class _Anonymized:
     """A table's classes and the generalized value of each class per quasi-identifier."""
 
-    quasi: tuple[str, ...]
-    sensitive: str
+    setup: _Setup
     partition: _Partition
     generalized: dict[str, Generalized]
     node_of_class: dict[str, np.ndarray]
-    hierarchies: tuple[str, ...]
 
 
 class Mondrian(Mechanism):
@@ -528,17 +724,7 @@ class Mondrian(Mechanism):
         """Each quasi-identifier's rank per row: hierarchy depth-first order when one is
         given, else the domain order (numeric for numbers, the declared order for ordered
         text, alphabetical for other text)."""
-        return self._ranks(table, self._bind(table))
-
-    @staticmethod
-    def _ranks(table: Table, bound: Mapping[str, BoundHierarchy]) -> list[np.ndarray]:
-        ranks = []
-        for name in table.schema.quasi_identifiers:
-            codes = table.codes[name]
-            # A lookup table of the codes' own width keeps the per-row ranks small.
-            ranks.append(bound[name].rank.astype(codes.dtype)[codes] if name in bound
-                         else codes)
-        return ranks
+        return _ranks(table.schema.quasi_identifiers, self._bind(table.schema), table.codes)
 
     def partition(self, table: Table) -> np.ndarray:
         """The equivalence class of every row, in the table's row order."""
@@ -549,74 +735,460 @@ class Mondrian(Mechanism):
         ``publish`` shuffles them)."""
         result = self._anonymize(table)
         classes = result.partition.classes
+        sensitive = result.setup.sensitive
         columns = {name: pa.array(list(result.generalized[name].labels), pa.string()).take(
-            pa.array(result.node_of_class[name][classes])) for name in result.quasi}
-        column = table.schema[result.sensitive]
-        columns[result.sensitive] = pa.array(list(column.domain)).take(
-            pa.array(table.codes[result.sensitive].astype(np.int32)))
+            pa.array(result.node_of_class[name][classes])) for name in result.setup.quasi}
+        columns[sensitive] = pa.array(list(table.schema[sensitive].domain)).take(
+            pa.array(table.codes[sensitive].astype(np.int32)))
         return pa.table(columns)
 
     def publish(self, table: Table, *, random_state: RandomState = None) -> MondrianRelease:
         self.check_memory(table)
         result = self._anonymize(table)
-        classes = result.partition.classes
-        # The shuffle is the only random draw: the partition is deterministic.
-        shuffle = shuffled_positions(table.n_rows, make_rng(random_state))
-        shuffled = classes[shuffle]
+        setup = result.setup
+        draws = KeyedStream(make_key(random_state), STREAM).raw(0, table.n_rows)
+        order = rank_order(draws)
+        classes = result.partition.classes[order]
+        rows = {name: result.node_of_class[name][classes] for name in setup.quasi}
         del classes
-        rows = {name: result.node_of_class[name][shuffled].astype(np.int32)
-                for name in result.quasi}
-        sensitive = table.codes[result.sensitive][shuffle]
-        schema = table.schema.select([*result.quasi, result.sensitive])
-        parameters = {"k": self.k, "l": self.l, "hierarchies": list(result.hierarchies)}
-        return MondrianRelease(schema, parameters, table.n_rows, result.generalized, rows,
-                               sensitive)
+        release = MondrianRelease(setup.published, setup.parameters(self.k, self.l),
+                                  table.n_rows, result.generalized, rows,
+                                  table.codes[setup.sensitive][order])
+        parts = part_count(table.n_rows)
+        release.part_rows = tuple(
+            int(n) for n in np.bincount(part_of(draws, parts), minlength=parts))
+        return release
 
-    def _bind(self, table: Table) -> dict[str, BoundHierarchy]:
-        unknown = sorted(set(self.hierarchies) - set(table.schema.names))
+    def publish_source(self, source: Source, directory: str | os.PathLike[str], *,
+                       random_state: RandomState = None, batch_rows: int | None = None,
+                       overwrite: bool = False, progress: Progress | None = None) -> Path:
+        """Publish a source that need not fit in memory into a release directory: the same
+        files as ``publish(table).save(directory)`` with the same ``random_state``.
+
+        Partitions of more than `LOCAL_ROWS` rows are cut from histograms, one pass over the
+        source per level (two for l >= 2); then one pass spills the rows of each smaller
+        partition to a file of its own, and each is partitioned in memory (`_publish_hybrid`).
+        ``progress(stage, done, total)`` is told how far each pass has got.
+        """
+        target = Path(directory)
+        check_target(target, overwrite)
+        return _publish_hybrid(self._setup(source), self.k, self.l, source, target,
+                               key=make_key(random_state),
+                               batch_rows=batch_rows or DEFAULT_BATCH_ROWS, overwrite=overwrite,
+                               report=progress or _no_progress)
+
+    def _bind(self, schema: Schema) -> dict[str, BoundHierarchy]:
+        unknown = sorted(set(self.hierarchies) - set(schema.names))
         if unknown:
             raise SchemaError(f"hierarchies given for columns not in the table: {unknown} "
-                              f"(columns: {', '.join(table.schema.names)})")
-        return {name: self.hierarchies[name].bind(table.schema[name])
-                for name in table.schema.quasi_identifiers if name in self.hierarchies}
+                              f"(columns: {', '.join(schema.names)})")
+        return {name: self.hierarchies[name].bind(schema[name])
+                for name in schema.quasi_identifiers if name in self.hierarchies}
 
-    def _anonymize(self, table: Table) -> _Anonymized:
-        (sensitive,) = require_sensitive(table, "Mondrian", exactly_one=True)
-        quasi = table.schema.quasi_identifiers
-        if not quasi:
+    def _setup(self, data: Table | Source) -> _Setup:
+        """The input's roles and hierarchies, checked, and k and l checked against it."""
+        (sensitive,) = require_sensitive(data, "Mondrian", exactly_one=True)
+        if not data.schema.quasi_identifiers:
             raise SchemaError("Mondrian needs at least one quasi-identifier column to "
                               "generalize")
-        bound = self._bind(table)
-        if self.k > table.n_rows:
+        bound = self._bind(data.schema)
+        if self.k > data.n_rows:
             raise InfeasibleError(f"k = {self.k} exceeds the number of rows "
-                                  f"({table.n_rows}); k must be at most {table.n_rows}")
-        column = table.schema[sensitive]
-        present = int(np.count_nonzero(np.bincount(table.codes[sensitive],
-                                                   minlength=column.size)))
+                                  f"({data.n_rows}); k must be at most {data.n_rows}")
+        source = TableSource(data) if isinstance(data, Table) else data
+        present = int(np.count_nonzero(source.histogram([sensitive])))
         if self.l > present:
             raise InfeasibleError(f"l = {self.l} needs {self.l} distinct values of "
                                   f"{sensitive!r} in every class, but the table holds "
                                   f"{present}; l must be at most {present}")
-        ranks = self._ranks(table, bound)
-        partition = _partition(ranks, table.codes[sensitive], k=self.k, l=self.l,
-                               n_ranks=[table.schema[name].size for name in quasi])
-        del ranks
+        return _Setup(data.schema, sensitive, bound)
+
+    def _anonymize(self, table: Table) -> _Anonymized:
+        setup = self._setup(table)
+        partition = _partition(setup.ranks(table.codes), table.codes[setup.sensitive], k=self.k,
+                               l=self.l, n_ranks=setup.n_ranks)
         generalized, node_of_class = {}, {}
-        for d, name in enumerate(quasi):
-            column = table.schema[name]
-            low, high = partition.low[d], partition.high[d]
-            levels: list[int] | None = None
-            if name in bound:
-                nodes, labels, covers, levels = _generalize_hierarchy(bound[name], low, high)
-            elif column.kind in ("int", "float") or column.ordered or column.iso_dates:
-                nodes, labels, covers = _generalize_range(column, low, high)
-            else:
-                nodes, labels, covers = _generalize_set(column, partition.classes,
-                                                        table.codes[name], partition.n_classes)
-            node_of_class[name], generalized[name] = _distinct_labels(nodes, labels, covers,
-                                                                      levels)
-        return _Anonymized(quasi, sensitive, partition, generalized, node_of_class,
-                           tuple(name for name in quasi if name in bound))
+        for position, (name, covers) in enumerate(setup.covers().items()):
+            keys = covers.of_partition(partition, position, table.codes[name])
+            generalized[name] = covers.finish()
+            node_of_class[name] = covers.nodes(keys)
+        return _Anonymized(setup, partition, generalized, node_of_class)
+
+
+def _no_progress(stage: str, done: int, total: int) -> None:
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Sources larger than memory
+
+LOCAL_ROWS = 10_000_000
+"""A partition of at most this many rows is partitioned in memory (`_partition`, about 1 GB of
+working memory per 10^7 rows); larger ones are cut from histograms gathered over the source."""
+
+JOINT_CELLS = 1 << 24
+"""For l >= 2, the histogram pass of a level also counts ranks by sensitive value while that
+takes at most this many cells (partitions x ranks of every attribute x values), so one pass
+decides the level; beyond, a second pass finds the values around the medians (`_presence`)."""
+
+_DRAW, _ROW, _SENSITIVE = "draw", "row", "s"
+
+
+def _column(position: int) -> str:
+    """Spill file column of the quasi-identifier at ``position`` (names of the input's columns
+    could clash with the spill's own)."""
+    return f"q{position}"
+
+
+@dataclass
+class _Top:
+    """The partitions cut by aggregation, as a tree: partition j's rows go to its right child
+    when their rank on ``dim[j]`` exceeds ``threshold[j]``; a partition not cut is its own
+    child. ``leaves`` are the partitions finished in memory (with their rows), ``classes``
+    those of more than `LOCAL_ROWS` rows that no cut divides, with their keys (`_Covers`)."""
+
+    dim: list[int] = field(default_factory=lambda: [0])
+    threshold: list[int] = field(default_factory=lambda: [0])
+    child: list[list[int]] = field(default_factory=lambda: [[0, 0]])
+    depth: int = 0
+    leaves: list[int] = field(default_factory=list)
+    leaf_rows: list[int] = field(default_factory=list)
+    classes: dict[int, np.ndarray] = field(default_factory=dict)
+
+    def cut(self, node: int, dim: int, threshold: int) -> tuple[int, int]:
+        """Cut a partition; its two new children (left, right)."""
+        children = (len(self.dim), len(self.dim) + 1)
+        for child in children:
+            self.dim.append(0)
+            self.threshold.append(0)
+            self.child.append([child, child])
+        self.dim[node], self.threshold[node] = dim, threshold
+        self.child[node] = list(children)
+        return children
+
+    def descend(self, ranks: np.ndarray) -> np.ndarray:
+        """The partition (a leaf of the tree) of each row, from its ranks (rows x attributes)."""
+        dim, threshold = np.asarray(self.dim), np.asarray(self.threshold)
+        child = np.asarray(self.child, dtype=np.int32).reshape(-1)
+        node = np.zeros(len(ranks), dtype=np.int32)
+        # Gathering from the flat ranks by row * attributes + dimension is faster than 2-d
+        # indexing; it runs once per level of the tree for every row of every pass.
+        flat = ranks.reshape(-1)
+        first = np.arange(0, ranks.size, ranks.shape[1], dtype=np.int64)
+        for _ in range(self.depth):
+            right = flat[first + dim[node]] > threshold[node]
+            node = child[2 * node + right]
+        return node
+
+
+def _publish_hybrid(setup: _Setup, k: int, l: int, source: Source,  # noqa: E741
+                    target: Path, *, key: int, batch_rows: int, overwrite: bool,
+                    report: Progress) -> Path:
+    """Mondrian over a source, written as a release: the partitions of more than `LOCAL_ROWS`
+    rows cut from histograms (`_cut_top`), the rows of each smaller one spilled (Arrow IPC) and
+    partitioned in memory, the rows spilled again by part of the release order, and each part
+    written in that order, as `Mondrian.publish` orders them.
+
+    Memory holds a batch, the histograms of one level, one leaf partition and one part.
+    """
+    covers = setup.covers()
+    top = _cut_top(setup, k, l, source, batch_rows, covers, report)
+    quasi = setup.quasi
+    n_rows = source.n_rows
+    parts = part_count(n_rows)
+    draw_fields = [pa.field(_SENSITIVE, pa.from_numpy_dtype(setup.schema[setup.sensitive].dtype)),
+                   pa.field(_DRAW, pa.uint64()), pa.field(_ROW, pa.int64())]
+    leaf_schema = pa.schema([*(pa.field(_column(d), pa.from_numpy_dtype(setup.schema[n].dtype))
+                               for d, n in enumerate(quasi)), *draw_fields])
+    part_schema = pa.schema([*(pa.field(_column(d), pa.int64()) for d in range(len(quasi))),
+                             *draw_fields])
+    # The spill files have a staging directory of their own, never committed: it is removed
+    # whatever happens, and the release's staging directory holds only the release.
+    with staged_directory(target) as staging, staged_directory(target) as spill:
+        with _SpillFiles(spill, "part", part_schema) as by_part:
+            with _SpillFiles(spill, "leaf", leaf_schema) as by_leaf:
+                _spill(setup, source, batch_rows, top, key, by_leaf, by_part, parts, report)
+            done, total = 0, sum(top.leaf_rows)
+            for position in range(len(top.leaves)):
+                done += _finish_leaf(setup, k, l, covers, by_leaf.take(position), by_part,
+                                     parts)
+                report("partitioning", done, total)
+        generalized = {name: c.finish() for name, c in covers.items()}
+        names = part_names(ROWS, parts)
+        digests = {}
+        for index, name in enumerate(names):
+            digests[name] = write_parquet(staging / name, _part_table(
+                setup, covers, generalized, by_part.take(index)))
+            report("writing parts", index + 1, parts)
+        files: dict[str, str | list[str]] = {ROWS: names[0] if parts == 1 else names}
+        for stem, table in _cover_tables(setup.published, generalized).items():
+            files[stem] = f"{stem}.parquet"
+            digests[files[stem]] = write_parquet(staging / files[stem], table)
+        write_metadata(staging, MondrianRelease.mechanism, setup.parameters(k, l), n_rows,
+                       setup.published, files, digests)
+        commit_directory(staging, target, overwrite=overwrite,
+                         replaceable=require_replaceable_release)
+    return target
+
+
+def _finish_leaf(setup: _Setup, k: int, l: int, covers: Mapping[str, _Covers],  # noqa: E741
+                 leaf: pa.Table | None, by_part: _SpillFiles, parts: int) -> int:
+    """Partition a spilled leaf in memory and spill its rows, with their classes' keys, by
+    part of the release order; the number of its rows."""
+    assert leaf is not None
+    quasi = setup.quasi
+    codes = {name: leaf.column(_column(d)).to_numpy() for d, name in enumerate(quasi)}
+    values = leaf.column(_SENSITIVE).to_numpy()
+    partition = _partition(setup.ranks(codes), values, k=k, l=l, n_ranks=setup.n_ranks)
+    columns = {_column(d): covers[name].of_partition(partition, d, codes[name])[
+        partition.classes] for d, name in enumerate(quasi)}
+    draws = leaf.column(_DRAW).to_numpy()
+    by_part.append(part_of(draws, parts), {**columns, _SENSITIVE: values, _DRAW: draws,
+                                           _ROW: leaf.column(_ROW).to_numpy()})
+    return len(values)
+
+
+def _cut_top(setup: _Setup, k: int, l: int, source: Source, batch_rows: int,  # noqa: E741
+             covers: Mapping[str, _Covers], report: Progress) -> _Top:
+    """Cut every partition of more than `LOCAL_ROWS` rows as `_levels` would, deciding each
+    level's cuts (`_choose_cuts`) from histograms of its open partitions gathered in one pass
+    over the source (for l >= 2, two when the counts by sensitive value would not fit in
+    `JOINT_CELLS`)."""
+    top = _Top()
+    if source.n_rows <= LOCAL_ROWS:
+        top.leaves.append(0)
+        top.leaf_rows.append(source.n_rows)
+        return top
+    open_nodes = [0]
+    while open_nodes:
+        level = top.depth + 1
+        lookup = np.full(len(top.dim), -1, dtype=np.intp)
+        lookup[open_nodes] = np.arange(len(open_nodes))
+        count = len(open_nodes)
+        n_values = setup.schema[setup.sensitive].size
+        joint = l >= 2 and count * sum(setup.n_ranks) * n_values <= JOINT_CELLS
+        counts = _rank_histograms(setup, source, batch_rows, top, lookup, count,
+                                  n_values if joint else 1, report, f"cutting level {level}")
+        histograms = [c.sum(axis=2) for c in counts]
+        sizes = histograms[0].sum(axis=1)
+        low = np.stack([np.argmax(h > 0, axis=1) for h in histograms], axis=1)
+        high = np.stack([h.shape[1] - 1 - np.argmax(h[:, ::-1] > 0, axis=1)
+                         for h in histograms], axis=1)
+        median, below, at = (np.stack(counts, axis=1) for counts in zip(
+            *(_histogram_median(h, sizes) for h in histograms), strict=True))
+        present = None
+        if joint:
+            present = _presence_in(counts, median)
+        elif l >= 2:
+            present = _presence(setup, source, batch_rows, top, lookup, median, report,
+                                f"l-diversity at level {level}")
+        del counts
+        cut_dim, threshold = _choose_cuts(low, high, setup.n_ranks, sizes, k, l,
+                                          _counted_medians(median, below, at, present))
+        final = np.flatnonzero(cut_dim < 0)
+        if len(final):
+            # For a set, the values a class holds are those its histogram counts (ranks are
+            # codes when there is no hierarchy).
+            keys = np.stack([covers[name].add(
+                low[final, d], high[final, d],
+                np.flatnonzero(histograms[d][final] > 0) if covers[name].by_values else None)
+                for d, name in enumerate(setup.quasi)], axis=1)
+            for j, class_keys in zip(final.tolist(), keys, strict=True):
+                top.classes[open_nodes[j]] = class_keys
+        next_open = []
+        for j in np.flatnonzero(cut_dim >= 0).tolist():
+            dim, cut = int(cut_dim[j]), int(threshold[j])
+            left_rows = int(histograms[dim][j, :cut + 1].sum())
+            for child, rows in zip(top.cut(open_nodes[j], dim, cut),
+                                   (left_rows, int(sizes[j]) - left_rows), strict=True):
+                if rows > LOCAL_ROWS:
+                    next_open.append(child)
+                else:
+                    top.leaves.append(child)
+                    top.leaf_rows.append(rows)
+        top.depth = level
+        open_nodes = next_open
+    return top
+
+
+def _counted_medians(median: np.ndarray, below: np.ndarray, at: np.ndarray,
+                     present: np.ndarray | None
+                     ) -> Callable[[np.ndarray, np.ndarray], MedianCounts]:
+    """``at_median`` of `_choose_cuts` from every open partition's median and counts below and
+    at it on every attribute (partitions x attributes) and, for l >= 2, the sensitive values
+    present around each median (`_presence`)."""
+
+    def at_median(tried: np.ndarray, dim: np.ndarray) -> MedianCounts:
+        sides = None if present is None else _side_counts(
+            *(present[tried, dim, category] for category in range(3)))
+        return median[tried, dim], below[tried, dim], at[tried, dim], sides
+
+    return at_median
+
+
+def _open_rows(setup: _Setup, source: Source, batch_rows: int, top: _Top, lookup: np.ndarray,
+               report: Progress, stage: str, *, sensitive: bool = False
+               ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+    """The rows of each batch in open partitions: their partition (``lookup``: the position
+    among the open ones, -1 for others), ranks (rows x attributes) and sensitive codes when
+    asked."""
+    columns = (*setup.quasi, setup.sensitive) if sensitive else setup.quasi
+    widest = max(setup.n_ranks)
+    done = 0
+    for _, codes in source.batches(batch_rows, columns):
+        ranks = _rank_matrix(setup.ranks(codes), widest)
+        local = lookup[top.descend(ranks)]
+        values = codes[setup.sensitive] if sensitive else None
+        done += len(local)
+        if not (local >= 0).all():
+            inside = np.flatnonzero(local >= 0)
+            local, ranks = local[inside], ranks[inside]
+            values = values[inside] if values is not None else None
+        yield local, ranks, values
+        report(stage, done, source.n_rows)
+
+
+def _rank_histograms(setup: _Setup, source: Source, batch_rows: int, top: _Top,
+                     lookup: np.ndarray, count: int, n_values: int, report: Progress,
+                     stage: str) -> list[np.ndarray]:
+    """Counts by rank of each quasi-identifier in each open partition, and by sensitive value
+    when ``n_values`` is its domain's size (partitions x ranks x n_values; 1: not by value)."""
+    n_ranks = setup.n_ranks
+    flat = [np.zeros(count * n * n_values, dtype=np.int64) for n in n_ranks]
+    for local, ranks, values in _open_rows(setup, source, batch_rows, top, lookup, report,
+                                           stage, sensitive=n_values > 1):
+        for d, n in enumerate(n_ranks):
+            cell = local * n + ranks[:, d]
+            if values is not None:
+                cell = cell * n_values + values
+            flat[d] += np.bincount(cell, minlength=len(flat[d]))
+    return [h.reshape(count, n, n_values) for h, n in zip(flat, n_ranks, strict=True)]
+
+
+def _presence_in(counts: Sequence[np.ndarray], median: np.ndarray) -> np.ndarray:
+    """`_presence` from counts by rank and sensitive value (`_rank_histograms`)."""
+    count, dims = median.shape
+    positions = np.arange(count)
+    present = np.empty((count, dims, 3, counts[0].shape[2]), dtype=bool)
+    for d, joint in enumerate(counts):
+        at = joint[positions, median[:, d]]
+        through = np.cumsum(joint, axis=1)[positions, median[:, d]]
+        present[:, d, 0] = through > at
+        present[:, d, 1] = at > 0
+        present[:, d, 2] = joint.sum(axis=1) > through
+    return present
+
+
+def _presence(setup: _Setup, source: Source, batch_rows: int, top: _Top, lookup: np.ndarray,
+              median: np.ndarray, report: Progress, stage: str) -> np.ndarray:
+    """Which sensitive values occur below, at and above each open partition's median on each
+    attribute (partitions x attributes x 3 x values, booleans)."""
+    count, dims = median.shape
+    n_values = setup.schema[setup.sensitive].size
+    cells = count * 3 * n_values
+    present = np.zeros((dims, cells), dtype=bool)
+    for local, ranks, values in _open_rows(setup, source, batch_rows, top, lookup, report,
+                                           stage, sensitive=True):
+        assert values is not None
+        for d in range(dims):
+            rank, row_median = ranks[:, d], median[local, d]
+            # 0: below the median, 1: at it, 2: above (as `_row_medians` counts them).
+            category = (rank >= row_median).astype(np.int64) + (rank > row_median)
+            cell = (local * 3 + category) * n_values + values
+            present[d] |= np.bincount(cell, minlength=cells) > 0
+    return present.reshape(dims, count, 3, n_values).transpose(1, 0, 2, 3)
+
+
+def _spill(setup: _Setup, source: Source, batch_rows: int, top: _Top, key: int,
+           by_leaf: _SpillFiles, by_part: _SpillFiles, parts: int, report: Progress) -> None:
+    """One pass over the source: each row, with its draw of the release order and its id, to
+    its leaf's spill file, or, in a class cut by aggregation alone, with the class's keys to
+    its part's."""
+    quasi = setup.quasi
+    leaf_of = np.full(len(top.dim), -1, dtype=np.intp)
+    leaf_of[top.leaves] = np.arange(len(top.leaves))
+    class_keys = np.zeros((len(top.dim), len(quasi)), dtype=np.int64)
+    for node, keys in top.classes.items():
+        class_keys[node] = keys
+    stream = KeyedStream(key, STREAM)
+    widest = max(setup.n_ranks)
+    done = 0
+    for start, codes in source.batches(batch_rows, (*quasi, setup.sensitive)):
+        count = len(codes[setup.sensitive])
+        node = top.descend(_rank_matrix(setup.ranks(codes), widest))
+        leaf = leaf_of[node]
+        columns = {_SENSITIVE: codes[setup.sensitive], _DRAW: stream.raw(start, count),
+                   _ROW: np.arange(start, start + count, dtype=np.int64)}
+        inside = leaf >= 0
+        by_leaf.append(leaf[inside], {**{_column(d): codes[name][inside]
+                                         for d, name in enumerate(quasi)},
+                                      **{name: v[inside] for name, v in columns.items()}})
+        if not inside.all():
+            rows = np.flatnonzero(~inside)
+            keys = class_keys[node[rows]]
+            by_part.append(part_of(columns[_DRAW][rows], parts),
+                           {**{_column(d): keys[:, d] for d in range(len(quasi))},
+                            **{name: v[rows] for name, v in columns.items()}})
+        done += count
+        report("spilling rows", done, source.n_rows)
+
+
+class _SpillFiles:
+    """Rows spilled by group (a leaf partition, a part of the release) to Arrow IPC files,
+    appended batch by batch, each taken back whole once all are written."""
+
+    def __init__(self, folder: Path, prefix: str, schema: pa.Schema) -> None:
+        self.folder, self.prefix, self.schema = folder, prefix, schema
+        self._writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
+
+    def __enter__(self) -> _SpillFiles:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for writer in self._writers.values():
+            writer.close()
+        self._writers.clear()
+
+    def _path(self, group: int) -> Path:
+        return self.folder / f"{self.prefix}-{group}.arrow"
+
+    def append(self, groups: np.ndarray, columns: Mapping[str, np.ndarray]) -> None:
+        """Append each row to its group's file, the rows of a group in their order."""
+        order = np.argsort(groups, kind="stable")
+        ordered = groups[order]
+        batch = pa.record_batch([pa.array(np.asarray(columns[f.name])[order], type=f.type)
+                                 for f in self.schema], schema=self.schema)
+        bounds = [0, *(np.flatnonzero(np.diff(ordered)) + 1).tolist(), len(ordered)]
+        for first, end in itertools.pairwise(bounds):
+            if end > first:
+                group = int(ordered[first])
+                if group not in self._writers:
+                    self._writers[group] = pa.ipc.new_file(self._path(group), self.schema)
+                self._writers[group].write_batch(batch.slice(first, end - first))
+
+    def take(self, group: int) -> pa.Table | None:
+        """A group's rows (None if it has none), its file removed."""
+        path = self._path(group)
+        if not path.exists():
+            return None
+        with pa.OSFile(str(path)) as handle:
+            table = pa.ipc.open_file(handle).read_all()
+        path.unlink()
+        return table
+
+
+def _part_table(setup: _Setup, covers: Mapping[str, _Covers],
+                generalized: Mapping[str, Generalized], spilled: pa.Table | None) -> pa.Table:
+    """One part of the published rows from its spill file, in release order."""
+    quasi = setup.quasi
+    if spilled is None:
+        rows = {name: np.zeros(0, dtype=np.int32) for name in quasi}
+        return _rows_table(setup.published, generalized, rows, np.zeros(0, dtype=np.int32))
+    order = rank_order(spilled.column(_DRAW).to_numpy(), spilled.column(_ROW).to_numpy())
+    rows = {name: covers[name].nodes(spilled.column(_column(d)).to_numpy()[order])
+            for d, name in enumerate(quasi)}
+    return _rows_table(setup.published, generalized, rows,
+                       spilled.column(_SENSITIVE).to_numpy()[order])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -749,26 +1321,10 @@ class MondrianRelease(Release):
 
     # -- files ------------------------------------------------------------------------------
 
-    def _tables(self) -> dict[str, pa.Table]:
-        arrays, names = [], []
-        for name in self.quasi:
-            labels = pa.array(list(self.generalized[name].labels), pa.string())
-            arrays.append(pa.DictionaryArray.from_arrays(pa.array(self.rows[name]), labels))
-            names.append(name)
-        column = self.schema[self.sensitive]
-        arrays.append(pa.DictionaryArray.from_arrays(
-            pa.array(self.sensitive_codes.astype(np.int32)), pa.array(list(column.domain))))
-        names.append(self.sensitive)
-        tables = {ROWS: pa.table(arrays, names=names)}
-        for position, name in enumerate(self.quasi):
-            generalized = self.generalized[name]
-            node = np.repeat(np.arange(generalized.n_nodes), generalized.cover_sizes)
-            tables[cover_file(position)] = pa.table({
-                LABEL: pa.array(list(generalized.labels), pa.string()).take(pa.array(node)),
-                VALUE: pa.array(list(self.schema[name].domain)).take(
-                    pa.array(generalized.codes)),
-            })
-        return tables
+    def _tables(self) -> dict[str, Any]:
+        rows = _rows_table(self.schema, self.generalized, self.rows, self.sensitive_codes)
+        return {ROWS: split_parts(rows, self.part_rows),
+                **_cover_tables(self.schema, self.generalized)}
 
     @classmethod
     def _from_tables(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
@@ -796,6 +1352,35 @@ class MondrianRelease(Release):
         codes = rows_from_arrow(schema.select([sensitive]), rows_table.select([sensitive]),
                                 n_rows)[sensitive]
         return cls(schema, parameters, n_rows, generalized, rows, codes)
+
+
+def _rows_table(schema: Schema, generalized: Mapping[str, Generalized],
+               rows: Mapping[str, np.ndarray], sensitive: np.ndarray) -> pa.Table:
+    """Published rows as Arrow: each quasi-identifier's labels, the sensitive values."""
+    arrays, names = [], []
+    for name in schema.quasi_identifiers:
+        labels = pa.array(list(generalized[name].labels), pa.string())
+        arrays.append(pa.DictionaryArray.from_arrays(pa.array(rows[name]), labels))
+        names.append(name)
+    (name,) = schema.sensitive
+    arrays.append(pa.DictionaryArray.from_arrays(pa.array(sensitive.astype(np.int32)),
+                                                 pa.array(list(schema[name].domain))))
+    names.append(name)
+    return pa.table(arrays, names=names)
+
+
+def _cover_tables(schema: Schema, generalized: Mapping[str, Generalized]
+                  ) -> dict[str, pa.Table]:
+    """Per quasi-identifier, the domain values each label covers (one row per pair)."""
+    tables = {}
+    for position, name in enumerate(schema.quasi_identifiers):
+        values = generalized[name]
+        node = np.repeat(np.arange(values.n_nodes), values.cover_sizes)
+        tables[cover_file(position)] = pa.table({
+            LABEL: pa.array(list(values.labels), pa.string()).take(pa.array(node)),
+            VALUE: pa.array(list(schema[name].domain)).take(pa.array(values.codes)),
+        })
+    return tables
 
 
 def _plain(array: pa.ChunkedArray | pa.Array, kind: pa.DataType) -> pa.Array:
