@@ -64,7 +64,8 @@ def test_publish_save_load_keeps_every_row(name: str, table: ppdp.Table) -> None
     release = MECHANISMS[name]().publish(table, random_state=1)
     with tempfile.TemporaryDirectory() as folder:
         loaded = ppdp.load_release(release.save(Path(folder) / "release"))
-    published, reloaded = release._tables(), loaded._tables()
+        # A loaded release may read its rows from its files when asked for them.
+        published, reloaded = release._tables(), loaded._tables()
     assert set(published) == set(reloaded)
     for stem, data in published.items():
         assert reloaded[stem].num_rows == data.num_rows, stem

@@ -51,20 +51,25 @@ import difflib
 import functools
 import math
 import operator
+import os
 import re
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from sqlglot import expressions as exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import Token, Tokenizer, TokenType
 
-from ppdp.errors import QueryError
-from ppdp.table import KIND_NAMES, Column, Schema, unknown_column_message
+from ppdp.errors import QueryError, ReleaseError
+from ppdp.table import KIND_NAMES, Column, Schema, code_dtype, unknown_column_message
 
 MAX_QUERY_CHARS = 1_000_000
 MAX_TERMS = 10_000
@@ -1338,6 +1343,25 @@ class Cube:
         counts = np.bincount(key, weights=weights, minlength=int(np.prod(shape)))
         return counts.reshape(shape)
 
+    def histogram_where(self, predicate: Predicate, dims: Sequence[str]) -> np.ndarray:
+        """Counts over the product of the domains of ``dims`` of the rows where ``predicate``
+        holds, evaluated row by row."""
+        return self.histogram(dims, predicate.evaluate(self.codes, self.n_rows))
+
+    def class_histograms(self, predicates: Sequence[Predicate], dims: Sequence[str]
+                         ) -> list[tuple[int, np.ndarray]]:
+        """Counts over ``dims`` of each class of rows that satisfy the same predicates.
+
+        A class is the set of predicates its rows satisfy, as bits (predicate i is bit i);
+        returns ``(class, counts)`` by ascending class, for the classes that hold rows, leaving
+        out the rows that satisfy none.
+        """
+        membership = np.zeros(self.n_rows, dtype=np.int64)
+        for bit, predicate in enumerate(predicates):
+            membership |= predicate.evaluate(self.codes, self.n_rows).astype(np.int64) << bit
+        return [(int(member), self.histogram(dims, membership == member))
+                for member in np.unique(membership[membership > 0])]
+
 
 def flat_key(codes: Mapping[str, np.ndarray], columns: Sequence[str],
              sizes: Mapping[str, int], mask: np.ndarray | None = None) -> np.ndarray:
@@ -1354,7 +1378,8 @@ def count_histogram(cube: Cube, predicate: Predicate, dims: Sequence[str]) -> np
     """How many rows satisfy the predicate, for each combination of values of ``dims``.
 
     Conjunctions of single-column conditions are answered from cached contingency tables;
-    anything else is evaluated on the rows.
+    anything else is evaluated on the rows (on the cells of a contingency table for a
+    `ScanCube`).
     """
     dims = tuple(dims)
     if isinstance(predicate, Const):
@@ -1373,5 +1398,335 @@ def count_histogram(cube: Cube, predicate: Predicate, dims: Sequence[str]) -> np
                 view[axis] = -1
                 counts = counts * box[column].reshape(view)
         return counts
-    mask = predicate.evaluate(cube.codes, cube.n_rows)
-    return cube.histogram(dims, mask)
+    return cube.histogram_where(predicate, dims)
+
+
+# ---------------------------------------------------------------------------------------------
+# Counting over Parquet files, without holding their rows.
+
+SCAN_BATCH_ROWS = 1 << 20
+"""Rows per batch where a condition must be evaluated on the rows of a `ScanCube`."""
+
+POLARS_FLOOR = (1, 31)
+"""The first Polars release with its streaming engine (``collect(engine="streaming")``)."""
+
+
+def scan_engine_available() -> bool:
+    """Whether Polars, at `POLARS_FLOOR` or later, is installed for `ScanCube` to count with
+    (asked of the package metadata: importing Polars takes a noticeable fraction of a
+    second)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = re.match(r"(\d+)\.(\d+)", version("polars"))
+    except PackageNotFoundError:
+        return False
+    return found is not None and tuple(map(int, found.groups())) >= POLARS_FLOOR
+
+
+def encode_values(name: str, array: pa.Array | pa.ChunkedArray, domain: pa.Array
+                  ) -> np.ndarray:
+    """The codes of values (their positions in ``domain``), refusing any value outside it.
+
+    A dictionary-encoded chunk is encoded through the dictionary entries its rows use: only
+    those are looked up, and the rows take their codes through their indices.
+    """
+    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+    codes = [_encode_chunk(name, chunk, domain) for chunk in chunks]
+    return np.concatenate(codes) if codes else np.zeros(0, dtype=np.int64)
+
+
+def _encode_chunk(name: str, array: pa.Array, domain: pa.Array) -> np.ndarray:
+    outside = ValueError(f"column {name!r} holds values outside its domain")
+    if array.null_count:
+        raise outside
+    if pa.types.is_dictionary(array.type):
+        indices = array.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        used = np.flatnonzero(np.bincount(indices, minlength=len(array.dictionary)))
+        lookup = np.full(len(array.dictionary), -1, dtype=np.int64)
+        lookup[used] = _positions(name, array.dictionary.take(pa.array(used)), domain)
+        codes = lookup[indices]
+    else:
+        codes = _positions(name, array, domain)
+    if codes.size and codes.min() < 0:
+        raise outside
+    return codes
+
+
+def _positions(name: str, values: pa.Array, domain: pa.Array) -> np.ndarray:
+    """Position of each value in ``domain``, -1 where it is absent (or null)."""
+    try:
+        cast = values if values.type.equals(domain.type) else pc.cast(values, domain.type)
+        positions = pc.index_in(cast, value_set=domain)
+    except pa.ArrowException as exc:
+        raise ValueError(f"column {name!r} has type {values.type}, not {domain.type}") from exc
+    return positions.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+class ScanCube(Cube):
+    """A Cube of rows kept in Parquet files: contingency tables come from streaming Polars
+    aggregations over the files, ``group_by(columns).agg(len)``, and are cached like a Cube's.
+
+    The rows are never all in memory: a table over some columns costs one pass over those
+    columns and memory for its cells, and `prefetch` counts the tables of many queries in a
+    few passes. Conditions that are not boxes are evaluated on the cells of the table over
+    their columns (rows with equal values satisfy them alike), or on batches of rows when that
+    table would be too large (`class_histograms`). ``codes`` is empty: `read_codes` decodes
+    every row, for whoever needs them all. The files must stay in place: every pass first
+    checks that they are those it was built on (same inode, size and modification time), and
+    raises a ReleaseError otherwise.
+
+    ``domains`` gives, per column of the files, its values in code order (the files may store
+    them plainly or dictionary-encoded); ``constants`` names columns absent from the files
+    whose every row has code 0 (a domain of one value). Construction checks, as decoding the
+    rows would, that the files hold ``n_rows`` rows and every column, and that every value of
+    each column lies in its domain (one pass, batch by batch, that also counts each column's
+    values). Columns of one value are never read after that check: every row has code 0.
+    """
+
+    def __init__(self, paths: Sequence[str | os.PathLike[str]], domains: Mapping[str, pa.Array],
+                 n_rows: int, *, constants: Sequence[str] = ()) -> None:
+        sizes = {name: len(values) for name, values in domains.items()}
+        sizes.update({name: 1 for name in constants})
+        super().__init__({}, sizes, n_rows)
+        self.paths = tuple(str(path) for path in paths)
+        self.domains = dict(domains)
+        self._summaries: list[tuple[frozenset[str], dict[str, np.ndarray], np.ndarray]] = []
+        self._identity = [self._file_identity(path) for path in self.paths]
+        self._check()
+
+    @staticmethod
+    def _file_identity(path: str) -> tuple[int, int, int, int]:
+        stat = os.stat(path)
+        return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+    def _require_unchanged(self) -> None:
+        """Refuse to read files replaced or removed since the cube was built (a release saved
+        over, say): their rows were never checked, and counts would mix two releases."""
+        for path, identity in zip(self.paths, self._identity, strict=True):
+            try:
+                same = self._file_identity(path) == identity
+            except OSError:
+                same = False
+            if not same:
+                raise ReleaseError(f"{path} was replaced or removed since the release was "
+                                   f"loaded; load the release again")
+
+    def _check(self) -> None:
+        metadata = [pq.read_metadata(path) for path in self.paths]
+        found = sum(m.num_rows for m in metadata)
+        if found != self.n_rows:
+            raise ValueError(f"expected {self.n_rows} rows, found {found}")
+        for part in metadata:
+            present = set(part.schema.to_arrow_schema().names)
+            for name in self.domains:
+                if name not in present:
+                    raise ValueError(f"column {name!r} is missing")
+        # Every value encoded (which checks it), files on a few threads; the counts of each
+        # column's values are kept as its one-column table. Arrow decodes dictionary columns
+        # to their indices, all this pass needs: measured about twice as fast as Polars here,
+        # which turns every text value into a categorical.
+        workers = max(1, min(len(self.paths), os.cpu_count() or 1, 4))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for counts in pool.map(self._marginals, self.paths):
+                for name, marginal in counts.items():
+                    key = (name,)
+                    self._cache[key] = self._cache[key] + marginal if key in self._cache \
+                        else marginal
+        # Arrow's memory pool keeps the buffers of the batches read; the queries' passes run
+        # in Polars, so give them back.
+        pa.default_memory_pool().release_unused()
+
+    def _marginals(self, path: str) -> dict[str, np.ndarray]:
+        """The counts of each column's values in one file (of the columns that fit)."""
+        names = list(self.domains)
+        counts = {name: np.zeros(self.sizes[name], dtype=np.int64) for name in names
+                  if self.fits((name,))}
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=SCAN_BATCH_ROWS,
+                                                       columns=names):
+            for name in names:
+                codes = encode_values(name, batch.column(name), self.domains[name])
+                if name in counts:
+                    counts[name] += np.bincount(codes, minlength=len(counts[name]))
+        return counts
+
+    def _aggregate(self, groups: Sequence[Sequence[str]]
+                   ) -> list[tuple[dict[str, np.ndarray], np.ndarray]]:
+        """For each group of columns, its distinct value combinations (as codes) and their
+        row counts: one streaming aggregation per group.
+
+        The aggregations run one after the other: each already uses every core, and run
+        together they only add up their memory."""
+        import polars as pl
+
+        self._require_unchanged()
+        scan = pl.scan_parquet(list(self.paths))
+        results = []
+        for columns in groups:
+            # Longer than every column name: the count cannot clash with a grouped column.
+            count = pl.len().alias("_" * (1 + max(len(c) for c in columns)))
+            try:
+                results.append(scan.group_by(list(columns)).agg(count)
+                               .collect(engine="streaming"))
+            # A panic is how Polars reports some malformed files; it is not an Exception.
+            except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
+                raise ValueError(f"the rows cannot be read: {_first_line(exc)}") from exc
+        return [({c: encode_values(c, frame[c].to_arrow(), self.domains[c]) for c in columns},
+                 frame.to_series(len(columns)).to_numpy())
+                for columns, frame in zip(groups, results, strict=True)]
+
+    def _histogram(self, columns: tuple[str, ...], mask: np.ndarray | None) -> np.ndarray:
+        if mask is not None:
+            raise TypeError("a ScanCube holds no rows to mask; use histogram_where")
+        shape = tuple(self.sizes[c] for c in columns)
+        if not columns:
+            return np.asarray(self.n_rows)
+        if not self.fits(columns):
+            raise QueryError(f"the columns {list(columns)} span {np.prod(shape):.3g} value "
+                             f"combinations, too many to count densely")
+        counts = np.zeros(math.prod(shape), dtype=np.int64)
+        # Columns of one value leave the flat cell index unchanged: only the others are read.
+        read = [c for c in columns if self.sizes[c] > 1]
+        if not read:
+            counts[0] = self.n_rows
+            return counts.reshape(shape)
+        codes, found = self._summary_of(read) or self._aggregate([read])[0]
+        # A summary may hold several combinations per cell: they add up (float64 weights are
+        # exact for counts below 2^53).
+        counts += np.bincount(flat_key(codes, read, self.sizes), weights=found,
+                              minlength=len(counts)).astype(np.int64)
+        return counts.reshape(shape)
+
+    def prefetch(self, column_sets: Iterable[Iterable[str]]) -> None:
+        """Count, in a few passes over the files, the tables over these sets of columns.
+
+        A pass costs about the decoding of the columns it reads, whatever it computes, so
+        rather than one aggregation per set, the sets are packed greedily (largest first) into
+        unions of at most `MAX_CUBE_CELLS` value combinations, each set into the union it adds
+        the fewest columns to, and each union is counted by one aggregation. The distinct
+        combinations of a union and their counts are kept as a summary, from which any table
+        over a subset of the union is then summed without reading the files. Memory: a
+        union's summary has at most as many entries as the union has cells. Sets whose table
+        is cached, or can come from a summary, or is too large to build, are left out.
+        """
+        unions: list[set[str]] = []
+        wanted = {frozenset(c for c in columns if self.sizes[c] > 1) for columns in column_sets}
+        for columns in sorted(wanted, key=lambda c: (-self._cells(c), sorted(c))):
+            if (not columns or not self.fits(tuple(columns))
+                    or tuple(sorted(columns)) in self._cache
+                    or self._summary_of(columns) is not None):
+                continue
+            # Into the union it adds the fewest columns to (then the fewest cells), if any.
+            room = [(len(columns - union), self._cells(union | columns), index)
+                    for index, union in enumerate(unions)
+                    if self._cells(union | columns) <= MAX_CUBE_CELLS]
+            if room:
+                unions[min(room)[2]] |= columns
+            else:
+                unions.append(set(columns))
+        groups = [tuple(sorted(union)) for union in unions]
+        if not groups:
+            return
+        for columns, (codes, counts) in zip(groups, self._aggregate(groups), strict=True):
+            self._summaries.append((frozenset(columns), codes, counts))
+
+    def _cells(self, columns: Iterable[str]) -> int:
+        return math.prod(self.sizes[c] for c in columns)
+
+    def _summary_of(self, columns: Iterable[str]
+                    ) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
+        """The smallest kept summary over a superset of these columns, if any."""
+        wanted = set(columns)
+        covering = [(len(counts), index) for index, (names, _, counts)
+                    in enumerate(self._summaries) if wanted <= names]
+        if not covering:
+            return None
+        _, codes, counts = self._summaries[min(covering)[1]]
+        return codes, counts
+
+    def histogram_where(self, predicate: Predicate, dims: Sequence[str]) -> np.ndarray:
+        """Counts over ``dims`` of the rows where ``predicate`` holds (see class_histograms)."""
+        classes = dict(self.class_histograms([predicate], dims))
+        shape = tuple(self.sizes[c] for c in dims)
+        return classes.get(1, np.zeros(shape, dtype=np.int64))
+
+    def class_histograms(self, predicates: Sequence[Predicate], dims: Sequence[str]
+                         ) -> list[tuple[int, np.ndarray]]:
+        """Counts over ``dims`` of each class of rows that satisfy the same predicates (as
+        `Cube.class_histograms`, with the same integer counts).
+
+        Rows with the same values on the predicates' columns and ``dims`` satisfy the same
+        predicates: they are evaluated once per non-empty cell of the (cached) contingency
+        table over those columns, weighted by its count. When that table would exceed
+        `MAX_CUBE_CELLS`, the predicates are evaluated on the rows, in batches of
+        `SCAN_BATCH_ROWS` read from the files, each batch's counts added up; memory stays that
+        of a batch and of the counts over ``dims``. The predicates run as they are (the same
+        numpy evaluation as in memory) rather than translated into Polars expressions, so that
+        every answer is the in-memory one whatever the condition: arithmetic in float64,
+        division checks, text order and ordered columns all stay in one place.
+        """
+        dims = tuple(dims)
+        if not self.fits(dims):
+            shape = tuple(self.sizes[c] for c in dims)
+            raise QueryError(f"the columns {list(dims)} span {np.prod(shape):.3g} value "
+                             f"combinations, too many to count densely")
+        columns = tuple(sorted(set(dims).union(*(p.columns for p in predicates))))
+        classes: dict[int, np.ndarray] = {}
+        if not columns:  # constant predicates: every row in one cell
+            self._add_classes(classes, predicates, dims, {}, np.asarray([self.n_rows]))
+        elif self.fits(columns):
+            table = self.histogram(columns)
+            cells = np.nonzero(table)
+            self._add_classes(classes, predicates, dims, dict(zip(columns, cells, strict=True)),
+                              table[cells])
+        else:
+            for codes in self.code_batches(columns):
+                self._add_classes(classes, predicates, dims, codes, None)
+        return sorted(classes.items())
+
+    def _add_classes(self, classes: dict[int, np.ndarray], predicates: Sequence[Predicate],
+                     dims: tuple[str, ...], codes: Mapping[str, np.ndarray],
+                     weights: np.ndarray | None) -> None:
+        """Add the counts over ``dims`` of each class among these rows (or weighted cells)."""
+        n = len(weights) if weights is not None else len(next(iter(codes.values())))
+        membership = np.zeros(n, dtype=np.int64)
+        for bit, predicate in enumerate(predicates):
+            membership |= predicate.evaluate(codes, n).astype(np.int64) << bit
+        shape = tuple(self.sizes[c] for c in dims)
+        for member in np.unique(membership[membership > 0]):
+            chosen = membership == member
+            if not dims:
+                counts = np.asarray(np.count_nonzero(chosen) if weights is None
+                                    else weights[chosen].sum(), dtype=np.int64)
+            else:
+                key = flat_key(codes, dims, self.sizes, chosen)
+                counts = np.bincount(key, weights=None if weights is None else weights[chosen],
+                                     minlength=math.prod(shape))
+                # Weighted bincount adds in float64: exact for counts below 2^53.
+                counts = counts.astype(np.int64).reshape(shape)
+            previous = classes.get(int(member))
+            classes[int(member)] = counts if previous is None else previous + counts
+
+    def code_batches(self, columns: Sequence[str]) -> Iterator[dict[str, np.ndarray]]:
+        """The codes of these columns, batch by batch (`SCAN_BATCH_ROWS` rows), files in
+        order."""
+        self._require_unchanged()
+        read = [c for c in columns if c in self.domains]
+        for path in self.paths:
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=SCAN_BATCH_ROWS,
+                                                           columns=read):
+                codes = {c: encode_values(c, batch.column(c), self.domains[c]) for c in read}
+                codes.update({c: np.zeros(batch.num_rows, dtype=np.int64)
+                              for c in columns if c not in self.domains})
+                yield codes
+
+    def read_codes(self) -> dict[str, np.ndarray]:
+        """Every row's codes, by column: the whole table in memory."""
+        parts: dict[str, list[np.ndarray]] = {name: [] for name in self.sizes}
+        for codes in self.code_batches(list(self.sizes)):
+            for name, values in codes.items():
+                # Narrowed batch by batch, so that int64 codes never exist for every row.
+                parts[name].append(values.astype(code_dtype(self.sizes[name])))
+        return {name: np.concatenate(values) if values
+                else np.zeros(0, dtype=code_dtype(self.sizes[name]))
+                for name, values in parts.items()}

@@ -6,6 +6,14 @@ schema and declared domains, file list, SHA-256 digests of every file and of its
 more Parquet files. It is staged beside the target and committed atomically (`ppdp.storage`);
 loading verifies every digest before reading a file. The digests catch accidents, swapped files
 and careless edits; they are not a signature (anyone can recompute them).
+
+A table may be written in parts (``files`` then lists their names, in order). Releases that
+publish rows (`RowsRelease`, and the perturbation releases) are loaded lazily when Polars
+(1.31 or later) is installed: their rows stay in the Parquet files, checked once on loading,
+and counts come from streaming aggregations over them (`ppdp.query.ScanCube`), so a release
+of 10^9 rows answers in a few passes over its files with memory for contingency tables only.
+Its directory must stay in place while it is used (files replaced or removed since loading
+are refused). Other releases are read into memory, their parts concatenated.
 """
 
 from __future__ import annotations
@@ -16,17 +24,26 @@ import math
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ppdp.errors import ReleaseError, SchemaError
-from ppdp.query import BoundQuery, Cube, Query, bind, count_histogram
+from ppdp.query import (
+    BoundQuery,
+    Cube,
+    Query,
+    ScanCube,
+    bind,
+    count_histogram,
+    encode_values,
+    scan_engine_available,
+)
 from ppdp.storage import commit_directory, staged_directory
 from ppdp.table import Schema, Table
 
@@ -192,10 +209,16 @@ class Release(ABC):
         bound = [bind(q, self.schema, table_name=self.name) for q in queries]
         for b in bound:
             _require_ungrouped(b)
+        self._prefetch(bound)
         results = self._estimate(bound)
         values = np.asarray([float(v) for v, _ in results], dtype=np.float64)
         stderr = np.asarray([np.nan if s is None else float(s) for _, s in results])
         return values, stderr
+
+    def _prefetch(self, queries: Sequence[BoundQuery]) -> None:
+        """Prepare to answer these queries together (a release counting from its files
+        counts the tables they need in a few passes); by default nothing."""
+        return
 
     @abstractmethod
     def _estimate(self, queries: Sequence[BoundQuery]
@@ -214,6 +237,18 @@ class Release(ABC):
     def _from_tables(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
                      tables: Mapping[str, pa.Table]) -> Release:
         """Rebuild a release from its published tables (already validated to exist)."""
+
+    scanned: ClassVar[frozenset[str]] = frozenset()
+    """Stems whose files `_from_files` takes as paths, to count from without reading them whole
+    (none by default: every table is read into memory)."""
+
+    @classmethod
+    def _from_files(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
+                    tables: Mapping[str, pa.Table], scans: Mapping[str, Sequence[Path]]
+                    ) -> Release:
+        """Rebuild a release from its other tables and the files (parts in order) of its
+        ``scanned`` stems, which it counts from (classes with ``scanned`` stems define it)."""
+        raise NotImplementedError(f"{cls.__name__} reads every table into memory")
 
     def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False,
              before_commit: Callable[[], Any] | None = None) -> Path:
@@ -296,6 +331,18 @@ def file_digest(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
+def file_digests(paths: Sequence[Path]) -> list[str]:
+    """SHA-256 of several files, as hex, hashed on a few threads at once.
+
+    hashlib releases the GIL while it hashes, so the parts of a large release are hashed on
+    several cores; a single file is hashed by one thread."""
+    workers = min(len(paths), os.cpu_count() or 1, 4)
+    if workers <= 1:
+        return [file_digest(path) for path in paths]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(file_digest, paths))
+
+
 def metadata_digest(metadata: Mapping[str, Any]) -> str:
     """SHA-256 of ``release.json``'s content (all but this digest), in canonical JSON."""
     content = {k: v for k, v in metadata.items() if k != "metadata_digest"}
@@ -356,21 +403,21 @@ def load_release(directory: str | os.PathLike[str]) -> Release:
         raise ReleaseError(f"{root} was written in release format {version}, without the "
                            f"digests this ppdp verifies; publish the release again")
     files, digests = metadata.get("files"), metadata.get("digests")
-    if not (isinstance(files, dict) and isinstance(digests, dict)
-            and all(isinstance(v, str) for v in (*files.values(), *digests.values()))
-            and set(files.values()) == set(digests)):
+    if not _valid_file_list(files, digests):
         raise ReleaseError(f"{meta_path} lacks a valid file list and digests; it is not a "
                            f"complete ppdp release")
     if metadata.get("metadata_digest") != metadata_digest(metadata):
         raise ReleaseError(f"{meta_path} was changed after the release was written (its digest "
                            f"does not match); the release cannot be trusted: publish it again")
-    for name, digest in digests.items():
-        path = root / name
-        if Path(name).name != name or not path.is_file():
+    for name in digests:
+        if Path(name).name != name or not (root / name).is_file():
             raise ReleaseError(f"{root} is missing its data file {name!r}")
-        if file_digest(path) != digest:
-            raise ReleaseError(f"{path} does not match the digest in {METADATA_FILE} (replaced "
-                               f"or damaged); the release cannot be trusted: publish it again")
+    names = list(digests)
+    for name, actual in zip(names, file_digests([root / n for n in names]), strict=True):
+        if actual != digests[name]:
+            raise ReleaseError(f"{root / name} does not match the digest in {METADATA_FILE} "
+                               f"(replaced or damaged); the release cannot be trusted: publish "
+                               f"it again")
     try:
         release_class = Release.registry[metadata["mechanism"]]
     except (KeyError, TypeError):
@@ -383,19 +430,57 @@ def load_release(directory: str | os.PathLike[str]) -> Release:
         n_rows = int(metadata["n_rows"])
     except (KeyError, TypeError, ValueError, SchemaError) as exc:
         raise ReleaseError(f"{meta_path} is incomplete or invalid: {exc}") from exc
-    tables = {}
-    for stem, name in files.items():
+    # Without Polars there is no engine to count from the files: every table is read.
+    scanned = release_class.scanned if scan_engine_available() else frozenset()
+    tables: dict[str, pa.Table] = {}
+    scans: dict[str, list[Path]] = {}
+    part_rows: dict[str, tuple[int, ...]] = {}
+    for stem, entry in files.items():
+        paths = [root / name for name in (entry if isinstance(entry, list) else [entry])]
+        if stem in scanned:
+            # Only the footers now (a file without one is not Parquet); the rows stay there.
+            footers = [_read_parquet(path, pq.read_metadata) for path in paths]
+            part_rows[stem] = tuple(footer.num_rows for footer in footers)
+            scans[stem] = paths
+            continue
+        parts = [_read_parquet(path, pq.read_table) for path in paths]
+        part_rows[stem] = tuple(part.num_rows for part in parts)
         try:
-            tables[stem] = pq.read_table(root / name)
-        except (pa.ArrowException, OSError) as exc:
-            raise ReleaseError(f"{root / name} is corrupt: {_first_line(exc)}") from exc
+            tables[stem] = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+        except pa.ArrowException as exc:
+            raise ReleaseError(f"{root} does not match its {METADATA_FILE}: the parts of "
+                               f"{stem!r} have different columns: {_first_line(exc)}") from exc
     try:
-        release = release_class._from_tables(schema, parameters, n_rows, tables)
+        release = release_class._from_files(schema, parameters, n_rows, tables, scans) \
+            if scans else release_class._from_tables(schema, parameters, n_rows, tables)
     except Exception as exc:  # any failure to rebuild means the files disagree
         raise ReleaseError(f"{root} does not match its {METADATA_FILE}: "
                            f"{_first_line(exc) or type(exc).__name__}") from exc
     release.name = root.resolve().name
+    if len(part_rows.get("rows", ())) > 1:
+        # Saved again, the rows keep their parts.
+        release.part_rows = part_rows["rows"]
     return release
+
+
+def _valid_file_list(files: Any, digests: Any) -> bool:
+    """Whether ``files`` maps each stem to a file name or a non-empty list of them, no name
+    twice, and ``digests`` maps exactly those names to text."""
+    if not (isinstance(files, dict) and isinstance(digests, dict)
+            and all(isinstance(v, str) for v in digests.values())
+            and all(isinstance(entry, str) or (isinstance(entry, list) and entry and all(
+                isinstance(name, str) for name in entry)) for entry in files.values())):
+        return False
+    names = release_file_names(files)
+    return len(names) == len(set(names)) and set(names) == set(digests)
+
+
+def _read_parquet(path: Path, read: Callable[[Path], Any]) -> Any:
+    """``read(path)`` (a Parquet table or footer), any failure reported as a corrupt file."""
+    try:
+        return read(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise ReleaseError(f"{path} is corrupt: {_first_line(exc)}") from exc
 
 
 def _first_line(exc: BaseException) -> str:
@@ -427,31 +512,52 @@ def rows_from_arrow(schema: Schema, table: pa.Table, n_rows: int) -> dict[str, n
     for column in schema.columns:
         if column.name not in table.column_names:
             raise ValueError(f"column {column.name!r} is missing")
-        array = table.column(column.name).combine_chunks()
-        if pa.types.is_dictionary(array.type):
-            array = array.dictionary_decode()
-        value_set = pa.array(list(column.domain))
-        try:
-            if not array.type.equals(value_set.type):
-                array = pc.cast(array, value_set.type)
-            indices = pc.index_in(array, value_set=value_set)
-        except pa.ArrowException as exc:
-            raise ValueError(f"column {column.name!r} has type {array.type}, not "
-                             f"{value_set.type}") from exc
-        if indices.null_count:
-            raise ValueError(f"column {column.name!r} holds values outside its domain")
-        codes[column.name] = indices.to_numpy(zero_copy_only=False).astype(column.dtype)
+        codes[column.name] = encode_values(column.name, table.column(column.name),
+                                           column.dictionary()).astype(column.dtype)
     return codes
 
 
+def scan_rows(schema: Schema, paths: Sequence[Path], n_rows: int,
+              extra: Mapping[str, pa.Array] | None = None,
+              constants: Sequence[str] = ()) -> ScanCube:
+    """A ScanCube over published rows in Parquet files (checked as `rows_from_arrow` checks
+    them): the schema's columns, and ``extra`` columns with their values in code order."""
+    domains = {column.name: column.dictionary() for column in schema.columns}
+    return ScanCube(paths, {**domains, **(extra or {})}, n_rows, constants=constants)
+
+
 class RowsRelease(Release):
-    """A release that publishes one row per input row (randomized or not) as ``rows.parquet``."""
+    """A release that publishes one row per input row (randomized or not) as ``rows.parquet``.
+
+    Published, it holds its rows' codes; loaded, it counts from its files (a `ScanCube`) and
+    reads the rows only when ``codes`` is asked for.
+    """
+
+    scanned = frozenset({"rows"})
 
     def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
-                 codes: Mapping[str, np.ndarray]) -> None:
+                 codes: Mapping[str, np.ndarray] | ScanCube) -> None:
         super().__init__(schema, parameters, n_rows)
-        self.codes = dict(codes)
-        self._cube = Cube(self.codes, schema.sizes(), n_rows)
+        self._codes: dict[str, np.ndarray] | None
+        self._cube: Cube
+        if isinstance(codes, ScanCube):
+            self._codes, self._cube = None, codes
+        else:
+            self._codes = dict(codes)
+            self._cube = Cube(self._codes, schema.sizes(), n_rows)
+
+    @property
+    def codes(self) -> dict[str, np.ndarray]:
+        """Every published row's codes, by column; a loaded release reads them from its files
+        on first use (the whole table in memory: counting never needs them)."""
+        if self._codes is None:
+            assert isinstance(self._cube, ScanCube)
+            self._codes = self._cube.read_codes()
+        return self._codes
+
+    def _prefetch(self, queries: Sequence[BoundQuery]) -> None:
+        if isinstance(self._cube, ScanCube):
+            self._cube.prefetch(query.columns for query in queries)
 
     def _tables(self) -> dict[str, pa.Table]:
         from ppdp.plans import split_parts
@@ -462,3 +568,9 @@ class RowsRelease(Release):
     def _from_tables(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
                      tables: Mapping[str, pa.Table]) -> Release:
         return cls(schema, parameters, n_rows, rows_from_arrow(schema, tables["rows"], n_rows))
+
+    @classmethod
+    def _from_files(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
+                    tables: Mapping[str, pa.Table], scans: Mapping[str, Sequence[Path]]
+                    ) -> Release:
+        return cls(schema, parameters, n_rows, scan_rows(schema, scans["rows"], n_rows))

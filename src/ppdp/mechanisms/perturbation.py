@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,9 +42,18 @@ from ppdp.mechanisms.base import (
     require_sensitive,
 )
 from ppdp.plans import PublishedRows, QuotaAssignment, RowPlan, split_parts
-from ppdp.query import MAX_CUBE_CELLS, BoundQuery, Cube, Predicate, count_histogram, split
+from ppdp.query import (
+    MAX_CUBE_CELLS,
+    BoundQuery,
+    Cube,
+    Predicate,
+    RowCondition,
+    ScanCube,
+    count_histogram,
+    split,
+)
 from ppdp.randomness import RandomState
-from ppdp.release import Release, rows_from_arrow, rows_to_arrow
+from ppdp.release import Release, rows_from_arrow, rows_to_arrow, scan_rows
 from ppdp.sources import Source, TableSource
 from ppdp.table import Role, Schema, Table
 
@@ -236,6 +246,20 @@ def subtable_domains(schema: Schema, compound: CompoundAttribute,
     subtables, values = np.nonzero(domains)
     return rows_to_arrow(schema.select(compound.columns), compound.decode(values, schema),
                          {SUBTABLE_COLUMN: subtables.astype(np.int32)})
+
+
+def published_domains(schema: Schema, compound: CompoundAttribute, listing: pa.Table,
+                      k: int) -> np.ndarray:
+    """The sub-table domains SA_i of a loaded release, from its listing of (sub-table, value)
+    rows: a boolean (sub-tables x compound values) mask."""
+    members = compound.encode(rows_from_arrow(schema.select(compound.columns), listing,
+                                              listing.num_rows))
+    owners = listing.column(SUBTABLE_COLUMN).to_numpy()
+    if len(owners) and (owners.min() < 0 or owners.max() >= k):
+        raise ValueError("sub-table domain ids out of range")
+    domains = np.zeros((k, compound.size), dtype=bool)
+    domains[owners, members] = True
+    return domains
 
 
 def perturbation_release(release_class: type[PerturbationRelease], plan: RowPlan,
@@ -435,23 +459,59 @@ class PerturbationGuarantee:
 
 class PerturbationRelease(Release):
     """Rows with perturbed sensitive values, each row's sub-table, and per sub-table its domain
-    SA_i and gamma_i (one sub-table, the whole domain, for Uniform Perturbation)."""
+    SA_i and gamma_i (one sub-table, the whole domain, for Uniform Perturbation).
+
+    Published, it holds its rows' codes and sub-tables; loaded, it counts from its files (a
+    `ScanCube` whose ``subtable`` column is each row's sub-table) and reads the rows only when
+    ``codes`` or ``subtable`` is asked for (pass the ScanCube as ``codes`` and no
+    ``subtable``).
+    """
 
     mechanism = "uniform"
+    scanned = frozenset({"rows"})
 
     def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
-                 codes: Mapping[str, np.ndarray], subtable: np.ndarray,
+                 codes: Mapping[str, np.ndarray] | ScanCube, subtable: np.ndarray | None,
                  domains: np.ndarray) -> None:
         super().__init__(schema, parameters, n_rows)
-        self.codes = dict(codes)
-        self.subtable = np.asarray(subtable)
         self.domains = np.asarray(domains, dtype=bool)
         self.gammas = np.asarray(parameters["gamma"], dtype=float)
         self.compound = CompoundAttribute.of(schema, schema.sensitive)
         self.retention, self.replacement = uniform_probabilities(self.gammas,
                                                                  self.domains.sum(axis=1))
-        self._cube = Cube({**self.codes, SUBTABLE_COLUMN: self.subtable},
-                          {**schema.sizes(), SUBTABLE_COLUMN: len(self.gammas)}, n_rows)
+        self._codes: dict[str, np.ndarray] | None
+        self._subtable: np.ndarray | None
+        self._cube: Cube
+        if isinstance(codes, ScanCube):
+            self._codes = self._subtable = None
+            self._cube = codes
+        else:
+            self._codes = dict(codes)
+            self._subtable = np.asarray(subtable)
+            self._cube = Cube({**self._codes, SUBTABLE_COLUMN: self._subtable},
+                              {**schema.sizes(), SUBTABLE_COLUMN: len(self.gammas)}, n_rows)
+
+    @property
+    def codes(self) -> dict[str, np.ndarray]:
+        """Every published row's codes, by column; a loaded release reads them from its files
+        on first use (the whole table in memory: counting never needs them)."""
+        self._read_rows()
+        assert self._codes is not None
+        return self._codes
+
+    @property
+    def subtable(self) -> np.ndarray:
+        """Every published row's sub-table (read like ``codes``)."""
+        self._read_rows()
+        assert self._subtable is not None
+        return self._subtable
+
+    def _read_rows(self) -> None:
+        if self._codes is None:
+            assert isinstance(self._cube, ScanCube)
+            codes = self._cube.read_codes()
+            self._subtable = codes.pop(SUBTABLE_COLUMN)
+            self._codes = codes
 
     @property
     def n_subtables(self) -> int:
@@ -480,17 +540,44 @@ class PerturbationRelease(Release):
         else:
             subtable = np.zeros(n_rows, dtype=np.uint8)
         compound = CompoundAttribute.of(schema, schema.sensitive)
-        listing = tables["subtables"]
-        members = compound.encode(rows_from_arrow(schema.select(compound.columns),
-                                                  listing, listing.num_rows))
-        owners = listing.column(SUBTABLE_COLUMN).to_numpy()
-        if len(owners) and (owners.min() < 0 or owners.max() >= k):
-            raise ValueError("sub-table domain ids out of range")
-        domains = np.zeros((k, compound.size), dtype=bool)
-        domains[owners, members] = True
+        domains = published_domains(schema, compound, tables["subtables"], k)
         if not domains[subtable, compound.encode(codes)].all():
             raise ValueError("a published value lies outside its sub-table's domain")
         return cls(schema, parameters, n_rows, codes, subtable, domains)
+
+    @classmethod
+    def _from_files(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
+                    tables: Mapping[str, pa.Table], scans: Mapping[str, Sequence[Path]]
+                    ) -> PerturbationRelease:
+        """The release counting from its rows' files, checked as `_from_tables` checks them:
+        sub-table ids in range, and no row published outside its sub-table's domain (counted
+        over the cells of sub-table and sensitive values, or in batches)."""
+        gammas = np.asarray(parameters["gamma"], dtype=float)
+        k = len(gammas)
+        if k == 0 or not np.all(gammas > 1):
+            raise ValueError("every sub-table needs gamma > 1")
+        # One sub-table: the rows carry no sub-table column; every row is in sub-table 0.
+        extra, constants = ({SUBTABLE_COLUMN: pa.array(range(k), pa.int64())}, ()) if k > 1 \
+            else ({}, (SUBTABLE_COLUMN,))
+        cube = scan_rows(schema, scans["rows"], n_rows, extra, constants)
+        compound = CompoundAttribute.of(schema, schema.sensitive)
+        domains = published_domains(schema, compound, tables["subtables"], k)
+
+        def outside(codes: Mapping[str, np.ndarray]) -> np.ndarray:
+            return ~domains[codes[SUBTABLE_COLUMN], compound.encode(codes)]
+
+        check = RowCondition(outside, frozenset({SUBTABLE_COLUMN, *compound.columns}),
+                             "outside its sub-table's domain")
+        if count_histogram(cube, check, ()) > 0:
+            raise ValueError("a published value lies outside its sub-table's domain")
+        return cls(schema, parameters, n_rows, cube, None, domains)
+
+    def _prefetch(self, queries: Sequence[BoundQuery]) -> None:
+        if isinstance(self._cube, ScanCube):
+            # A query on sensitive columns counts over the sub-tables and sensitive values.
+            randomized = {SUBTABLE_COLUMN, *self.compound.columns}
+            self._cube.prefetch(query.columns | randomized if query.columns & randomized
+                                else query.columns for query in queries)
 
     def _estimate(self, queries: Sequence[BoundQuery]
                   ) -> list[tuple[np.ndarray, np.ndarray | None]]:
@@ -531,16 +618,13 @@ class PerturbationRelease(Release):
         if len(pieces) == 1:
             rest, values = pieces[0]
             return [(count_histogram(self._cube, rest, dims), values)]
-        membership = np.zeros(self.n_rows, dtype=np.int64)
-        for bit, (rest, _) in enumerate(pieces):
-            membership |= rest.evaluate(self._cube.codes, self.n_rows).astype(np.int64) << bit
         classes = []
-        for member in np.unique(membership[membership > 0]):
+        for member, observed in self._cube.class_histograms([rest for rest, _ in pieces], dims):
             values = np.zeros(self.compound.shape, dtype=bool)
             for bit, (_, piece_values) in enumerate(pieces):
-                if (int(member) >> bit) & 1:
+                if (member >> bit) & 1:
                     values |= piece_values
-            classes.append((self._cube.histogram(dims, membership == member), values))
+            classes.append((observed, values))
         return classes
 
     def _reconstruct(self, observed: np.ndarray, values: np.ndarray, n_plain: int,
