@@ -56,6 +56,7 @@ from ppdp.plans import QuotaAssignment, run_passes
 from ppdp.randomness import RandomState
 from ppdp.release import (
     Release,
+    check_target,
     part_names,
     require_replaceable_release,
     write_metadata,
@@ -139,11 +140,7 @@ def publish_blocks(mechanism: GroupMechanism, source: Source,
     there are several blocks), ``"exchange"`` and ``"publish"``.
     """
     target = Path(directory)
-    if os.path.lexists(target):
-        if not overwrite:
-            raise FileExistsError(f"{target} already exists; choose another directory or pass "
-                                  f"overwrite=True (CLI: --overwrite)")
-        require_replaceable_release(target)
+    check_target(target, overwrite)
     sensitive = mechanism.sensitive_columns(source)
     batch_rows = batch_rows or DEFAULT_BATCH_ROWS
     key = make_key(random_state)

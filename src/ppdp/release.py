@@ -260,11 +260,7 @@ class Release(ABC):
         it raises, no release appears (alpha-beta records its views' state there).
         """
         target = Path(directory)
-        if os.path.lexists(target):
-            if not overwrite:
-                raise FileExistsError(f"{target} already exists; choose another directory or "
-                                      f"pass overwrite=True (CLI: --overwrite)")
-            require_replaceable_release(target)
+        check_target(target, overwrite)
         with staged_directory(target) as staging:
             files: dict[str, str | list[str]] = {}
             digests: dict[str, str] = {}
@@ -348,6 +344,16 @@ def metadata_digest(metadata: Mapping[str, Any]) -> str:
     content = {k: v for k, v in metadata.items() if k != "metadata_digest"}
     text = json.dumps(content, sort_keys=True, separators=(",", ":"), allow_nan=True)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def check_target(target: Path, overwrite: bool) -> None:
+    """Refuse a target that exists (unless ``overwrite`` and it holds only a release) before
+    any work is done."""
+    if os.path.lexists(target):
+        if not overwrite:
+            raise FileExistsError(f"{target} already exists; choose another directory or "
+                                  f"pass overwrite=True (CLI: --overwrite)")
+        require_replaceable_release(target)
 
 
 def require_replaceable_release(path: Path) -> None:

@@ -29,6 +29,7 @@ from ppdp.keyed import make_key
 from ppdp.plans import RowPlan, in_release_order, part_count, part_of, row_ranks
 from ppdp.randomness import RandomState
 from ppdp.release import (
+    check_target,
     part_names,
     require_replaceable_release,
     rows_to_arrow,
@@ -42,16 +43,6 @@ if TYPE_CHECKING:
     from ppdp.mechanisms.base import Mechanism, Progress
 
 _RANK, _ROW = "__rank", "__row"
-
-
-def check_target(target: Path, overwrite: bool) -> None:
-    """Refuse a target that exists (unless ``overwrite`` and it holds only a release) before
-    any work is done."""
-    if os.path.lexists(target):
-        if not overwrite:
-            raise FileExistsError(f"{target} already exists; choose another directory or "
-                                  f"pass overwrite=True (CLI: --overwrite)")
-        require_replaceable_release(target)
 
 
 def publish_rows_streaming(mechanism: Mechanism, source: Source,

@@ -69,6 +69,7 @@ from ppdp.query import BoundQuery, Cube, count_histogram
 from ppdp.randomness import RandomState
 from ppdp.release import (
     Release,
+    check_target,
     part_names,
     require_replaceable_release,
     rows_from_arrow,
@@ -87,7 +88,6 @@ from ppdp.resources import (
 )
 from ppdp.sources import DEFAULT_BATCH_ROWS, Batch, Source, TableSource
 from ppdp.storage import commit_directory, staged_directory
-from ppdp.streaming import check_target
 from ppdp.table import Role, Schema, Table
 
 TUPLE_DOMAIN_RISK = (

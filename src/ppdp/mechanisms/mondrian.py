@@ -73,6 +73,7 @@ from ppdp.query import BoundQuery
 from ppdp.randomness import RandomState
 from ppdp.release import (
     Release,
+    check_target,
     part_names,
     require_replaceable_release,
     rows_from_arrow,
@@ -81,7 +82,6 @@ from ppdp.release import (
 )
 from ppdp.sources import DEFAULT_BATCH_ROWS, Source, TableSource
 from ppdp.storage import commit_directory, staged_directory
-from ppdp.streaming import check_target
 from ppdp.table import Column, Schema, Table, code_dtype
 
 ROWS = "rows"
