@@ -22,7 +22,3 @@ def make_rng(random_state: RandomState = None) -> np.random.Generator:
                         f"Generator, not {type(random_state).__name__}")
     return np.random.default_rng(random_state)
 
-
-def spawn(rng: np.random.Generator, n: int) -> list[np.random.Generator]:
-    """``n`` independent child generators (numpy's SeedSequence spawning)."""
-    return list(rng.spawn(n))
