@@ -99,6 +99,32 @@ def test_dropped_rows_and_values_only_in_them(tmp_path):
         scan_table(path, sensitive="s")
 
 
+@pytest.mark.parametrize("third", ["?", "b "])
+def test_row_groups_with_their_own_dictionaries(third, tmp_path):
+    """Each Parquet row group has its own dictionary (other values, another order, values
+    to clean, and a missing one or not): scanned codes equal read_table's, whatever the batch
+    size."""
+    import pyarrow as pa
+
+    groups = [["b", "a", "b", "c"], [" a", "c ", third, "a"], ["c", "c", "b", "a"], ["a"] * 4]
+    path = tmp_path / "groups.parquet"
+    schema = pa.schema([("s", pa.string()), ("n", pa.int64())])
+    with pq.ParquetWriter(path, schema) as writer:
+        for index, values in enumerate(groups):
+            writer.write_table(pa.table({"s": values, "n": [index] * 4}, schema=schema))
+    assert pq.ParquetFile(path).num_row_groups == 4
+    whole = ppdp.read_table(path, sensitive="s", missing="drop", observed_domains=True)
+    assert whole.dropped_rows == (third == "?")
+    for batch_rows in (1, 3, 4, 100):
+        source = scan_table(path, sensitive="s", missing="drop", observed_domains=True,
+                            batch_rows=batch_rows)
+        assert source.schema == whole.schema
+        batches = list(source.batches(batch_rows))
+        for name in ("s", "n"):
+            codes = np.concatenate([codes[name] for _, codes in batches])
+            assert codes.tolist() == whole.codes[name].tolist(), (batch_rows, name)
+
+
 def test_a_different_key_changes_almost_every_draw(table):
     n = table.n_rows
     first, second = make_key(1), make_key(2)
@@ -160,18 +186,20 @@ def resampled(path: Path, n_rows: int) -> Path:
 @pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"),
                     reason="peak memory is reset through Linux's /proc")
 def test_memory_stays_bounded_as_rows_grow(tmp_path):
-    """Peak memory is the batch, the domains and one part: ten times the rows (here 6 * 10^6,
-    about 54 MB of codes, which the in-memory path holds several times over) add almost
-    nothing."""
+    """Peak memory is two batches, the domains and two parts: ten times the rows add far less
+    than their codes. From 1.2 * 10^6 to 1.2 * 10^7 rows, the codes alone grow by 97 MB (nine
+    one-byte columns), which the in-memory path holds several times over; the streaming
+    path's peak grew by 28 and 42 MB in two runs (threads' allocators warming up, not rows:
+    from 6 * 10^6 to 1.8 * 10^7 rows it did not grow)."""
     peaks = []
-    for n_rows in (600_000, 6_000_000):
+    for n_rows in (1_200_000, 12_000_000):
         source = resampled(tmp_path / f"in-{n_rows}.parquet", n_rows)
         result = subprocess.run([sys.executable, "-c", CHILD, str(source),
                                  str(tmp_path / f"out-{n_rows}"), str(1 << 18), str(1 << 16)],
                                 capture_output=True, text=True, check=True)
         peaks.append(int(result.stdout.split()[-1]) * 1024)
         assert load_release(tmp_path / f"out-{n_rows}").n_rows == n_rows
-    assert peaks[1] - peaks[0] < 40 << 20, peaks
+    assert peaks[1] - peaks[0] < 64 << 20, peaks
 
 
 def test_a_killed_streaming_publish_leaves_no_release(tmp_path):

@@ -46,8 +46,8 @@ from ppdp.io import (
     csv_layout,
     text_rule,
 )
-from ppdp.sources import DEFAULT_BATCH_ROWS, Batch
-from ppdp.table import Column, Schema, Table, encode_column
+from ppdp.sources import DEFAULT_BATCH_ROWS, Batch, read_ahead
+from ppdp.table import Schema, Table, encode_column
 
 __all__ = ["ScanSource", "scan_table"]
 
@@ -112,9 +112,13 @@ class _ParquetReader(_Reader):
 
     def batches(self, batch_rows: int, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
         # Text read as dictionaries: each batch's values are decoded and cleaned once each.
+        # One reader per row group: a reader over the whole file keeps memory for every row
+        # group it has read (measured: 67 MB after 1.8 * 10^7 rows, 7 MB this way).
         with pq.ParquetFile(self.path, read_dictionary=[c for c in columns if c in self.text]
                             ) as file:
-            yield from file.iter_batches(batch_size=batch_rows, columns=list(columns))
+            for group in range(file.num_row_groups):
+                yield from file.iter_batches(batch_size=batch_rows, row_groups=[group],
+                                             columns=list(columns))
 
 
 class _CsvReader(_Reader):
@@ -155,6 +159,41 @@ class _LazyFrameReader(_Reader):
                 yield from _sliced(batch, batch_rows)
 
 
+_MERGE_EVERY = 64
+"""Batches whose value counts are summed together, so that memory stays O(domain)."""
+
+
+def _summed(tables: list[pa.Table]) -> pa.Table:
+    """Value counts of several batches as one table: cells summed by value."""
+    if not tables:
+        return pa.table({"value": pa.array([], pa.string()), "cells": pa.array([], pa.int64())})
+    grouped = pa.concat_tables(tables).group_by("value", use_threads=False) \
+        .aggregate([("cells", "sum")])
+    return pa.table({"value": grouped.column("value"), "cells": grouped.column("cells_sum")})
+
+
+def _as_dictionary(array: pa.Array) -> pa.DictionaryArray:
+    """A column of a batch as a dictionary array (Parquet text already is one)."""
+    return array if pa.types.is_dictionary(array.type) else pc.dictionary_encode(array)
+
+
+def _valid_indices(dictionary: pa.Array, indices: pa.Array) -> np.ndarray:
+    """Each row's index into a cleaned dictionary, -1 where its value is missing."""
+    valid = dictionary.is_valid().to_numpy(zero_copy_only=False)
+    return _through(np.where(valid, np.arange(len(dictionary)), -1), indices)
+
+
+def _through(lookup: np.ndarray, indices: pa.Array) -> np.ndarray:
+    """``lookup[i]`` for each dictionary index i (-1 where the index is null)."""
+    positions = indices.to_numpy(zero_copy_only=False)
+    if indices.null_count:
+        valid = indices.is_valid().to_numpy(zero_copy_only=False)
+        if not lookup.size:
+            return np.full(len(indices), -1, dtype=np.int64)
+        return np.where(valid, lookup[np.where(valid, positions, 0)], -1)
+    return lookup[positions]
+
+
 def _sliced(batch: pa.RecordBatch, batch_rows: int) -> Iterator[pa.RecordBatch]:
     """A record batch in slices of at most ``batch_rows`` rows."""
     for start in range(0, batch.num_rows, batch_rows):
@@ -187,6 +226,7 @@ class ScanSource:
         self._non_numeric = non_numeric
         self.name = reader.stem
         self._rules: dict[str, TextRule] = {}
+        self._last_lookup: dict[str, tuple[pa.Array, np.ndarray]] = {}
         unknown = sorted(set(domains) - set(reader.names))
         if unknown:
             _check_columns(unknown, reader.names)
@@ -202,7 +242,7 @@ class ScanSource:
                     and missing == "drop":
                 # Cells read as missing drop their rows, which may hold other values.
                 counts = self._count_values(batch_rows)
-        columns, self._lookups, self._marginals = [], {}, {}
+        columns, self._columns, self._marginals = [], {}, {}
         for name in reader.names:
             values, cells = counts[name]
             values = self._typed(name, values)
@@ -213,7 +253,7 @@ class ScanSource:
             column, _ = encode_column(name, pc.unique(values), "quasi-identifier",
                                           domains.get(name))
             columns.append(column)
-            self._lookups[name] = column
+            self._columns[name] = column
             counted = pc.index_in(values, value_set=column.dictionary()).to_numpy(
                 zero_copy_only=False)
             self._marginals[name] = np.bincount(counted, weights=cells.to_numpy(),
@@ -244,33 +284,44 @@ class ScanSource:
         parts: dict[str, list[pa.Table]] = {name: [] for name in names}
         self._dropped = 0
         self._missing_cells = dict.fromkeys(names, 0)
-        for batch in self._reader.batches(batch_rows, names):
-            cleaned = {name: self._dictionary(name, batch.column(name)) for name in names}
-            keep = self._kept_rows(cleaned)
-            for name, (dictionary, indices) in cleaned.items():
+        for batch in read_ahead(self._reader.batches(batch_rows, names)):
+            arrays = {name: _as_dictionary(batch.column(name)) for name in names}
+            cleaned = {name: self._cleaned(name, array.dictionary)
+                       for name, array in arrays.items()}
+            if not any(array.indices.null_count or cleaned[name].null_count
+                       for name, array in arrays.items()):
+                # No value of the batch is missing: count the dictionary indices as they are.
+                for name, array in arrays.items():
+                    counts = np.bincount(array.indices.to_numpy(zero_copy_only=False),
+                                         minlength=len(cleaned[name]))
+                    parts[name].append(pa.table({"value": cleaned[name], "cells": counts}))
+                continue
+            indices = {name: _valid_indices(cleaned[name], array.indices)
+                       for name, array in arrays.items()}
+            keep = self._kept_rows(indices)
+            for name, rows in indices.items():
                 if keep is not None:
-                    indices = indices[keep]
-                counts = np.bincount(indices[indices >= 0], minlength=len(dictionary))
-                parts[name].append(pa.table({"value": dictionary, "cells": counts}))
+                    rows = rows[keep]
+                counts = np.bincount(rows[rows >= 0], minlength=len(cleaned[name]))
+                parts[name].append(pa.table({"value": cleaned[name], "cells": counts}))
+            if len(parts[names[0]]) >= _MERGE_EVERY:
+                parts = {name: [_summed(tables)] for name, tables in parts.items()}
         result = {}
         for name in names:
-            table = pa.concat_tables(parts[name]) if parts[name] else \
-                pa.table({"value": pa.array([], pa.string()), "cells": pa.array([], pa.int64())})
-            grouped = table.group_by("value", use_threads=False).aggregate([("cells", "sum")])
-            grouped = grouped.filter(pc.greater(grouped.column("cells_sum"), 0))
+            grouped = _summed(parts[name])
+            grouped = grouped.filter(pc.greater(grouped.column("cells"), 0))
             missing = self._missing_cells[name]
             values = grouped.column("value").combine_chunks()
-            cells = grouped.column("cells_sum").combine_chunks()
+            cells = grouped.column("cells").combine_chunks()
             if missing:
                 values = pa.concat_arrays([values, pa.nulls(1, values.type)])
                 cells = pa.concat_arrays([cells, pa.array([missing], pa.int64())])
             result[name] = (values, cells)
         return result
 
-    def _kept_rows(self, cleaned: Mapping[str, tuple[pa.Array, np.ndarray]]
-                   ) -> np.ndarray | None:
+    def _kept_rows(self, indices: Mapping[str, np.ndarray]) -> np.ndarray | None:
         """Rows with no missing value (None: all), counting the missing cells of each column."""
-        missing = {name: indices < 0 for name, (_, indices) in cleaned.items()}
+        missing = {name: rows < 0 for name, rows in indices.items()}
         if not any(m.any() for m in missing.values()):
             return None
         for name, m in missing.items():
@@ -292,36 +343,46 @@ class ScanSource:
         rule = self._rules.get(name)
         return values if rule is None else apply_text_rule(values, rule)
 
-    def _dictionary(self, name: str, array: pa.Array) -> tuple[pa.Array, np.ndarray]:
-        """A batch column as its cleaned, typed distinct values and each row's index into them
-        (-1 where the row's value is missing)."""
-        if not pa.types.is_dictionary(array.type):
-            array = pc.dictionary_encode(array)
-        dictionary = _clean_column(name, pa.chunked_array([array.dictionary]), self._na,
-                                   infer=False).combine_chunks()
-        dictionary = self._typed(name, dictionary)
-        indices = array.indices.to_numpy(zero_copy_only=False)
-        if array.indices.null_count:
-            indices = np.where(array.indices.is_valid().to_numpy(zero_copy_only=False),
-                               indices, -1)
-        valid = dictionary.is_valid().to_numpy(zero_copy_only=False)
-        if not valid.all():
-            lookup = np.where(valid, np.arange(len(dictionary)), -1)
-            indices = np.where(indices >= 0, lookup[np.maximum(indices, 0)], -1)
-        return dictionary, indices.astype(np.int64, copy=False)
+    def _cleaned(self, name: str, dictionary: pa.Array) -> pa.Array:
+        """A dictionary's values cleaned and typed as read_table does (missing ones null)."""
+        cleaned = _clean_column(name, pa.chunked_array([dictionary]), self._na,
+                                infer=False).combine_chunks()
+        return self._typed(name, cleaned)
+
+    def _lookup(self, name: str, dictionary: pa.Array) -> np.ndarray:
+        """The code in the column's domain of each value of a batch's dictionary: -1 for a
+        missing value, -2 for one outside the domain.
+
+        Batches of one Parquet row group share their dictionary, so the last lookup of each
+        column is kept and reused while the dictionary is equal to it."""
+        kept = self._last_lookup.get(name)
+        if kept is not None and kept[0].equals(dictionary):
+            return kept[1]
+        value_set = self._columns[name].dictionary()
+        cleaned = self._cleaned(name, dictionary)
+        if not cleaned.type.equals(value_set.type):
+            cleaned = pc.cast(cleaned, value_set.type)
+        codes = pc.fill_null(pc.index_in(cleaned, value_set=value_set), -2) \
+            .to_numpy(zero_copy_only=False).astype(np.int64)
+        codes[~cleaned.is_valid().to_numpy(zero_copy_only=False)] = -1
+        self._last_lookup[name] = (dictionary, codes)
+        return codes
 
     def _encode(self, name: str, array: pa.Array) -> np.ndarray:
-        """A batch column's codes in the column's domain (-1 for a missing value)."""
-        column: Column = self._lookups[name]
-        dictionary, indices = self._dictionary(name, array)
-        value_set = column.dictionary()
-        if not dictionary.type.equals(value_set.type):
-            dictionary = pc.cast(dictionary, value_set.type)
-        lookup = pc.index_in(dictionary, value_set=value_set)
-        # -2: a value outside the domain, an error unless its row is dropped for a missing
-        # value elsewhere (the domain pass saw only the kept rows).
-        codes = pc.fill_null(lookup, -2).to_numpy(zero_copy_only=False).astype(np.int64)
-        return np.where(indices >= 0, codes[np.maximum(indices, 0)], -1)
+        """A batch column's codes in the column's domain (-1 for a missing value, -2 for a
+        value outside the domain)."""
+        array = _as_dictionary(array)
+        return _through(self._lookup(name, array.dictionary), array.indices)
+
+    def _encode_valid(self, name: str, array: pa.Array) -> np.ndarray | None:
+        """A batch column's codes in the column's dtype when every row holds a value of the
+        domain (the common case, one gather of small integers); None otherwise."""
+        array = _as_dictionary(array)
+        lookup = self._lookup(name, array.dictionary)
+        if array.indices.null_count or (lookup.size and lookup.min() < 0):
+            return None
+        return lookup.astype(self.schema[name].dtype)[
+            array.indices.to_numpy(zero_copy_only=False)]
 
     def _outside_error(self, name: str, codes: np.ndarray, array: pa.Array) -> SchemaError:
         outside = pc.unique(pc.filter(array, pa.array(codes == -2))).to_pylist()[:5]
@@ -333,24 +394,49 @@ class ScanSource:
     def batches(self, batch_rows: int = DEFAULT_BATCH_ROWS,
                 columns: Sequence[str] | None = None) -> Iterator[Batch]:
         """Encoded batches in order; rows with a missing value (in any column) dropped."""
+        # Read and encoded a batch ahead, on the other core, while the caller uses this one.
+        return read_ahead(self._encoded_batches(batch_rows, columns))
+
+    def _encoded_batches(self, batch_rows: int, columns: Sequence[str] | None
+                         ) -> Iterator[Batch]:
         names = self.schema.names if columns is None else tuple(columns)
         # Missing values must be looked for in every column to drop the same rows each time.
         read = self._reader.names if self._dropped else names
         start = 0
         for batch in self._reader.batches(batch_rows, read):
-            codes = {name: self._encode(name, batch.column(name)) for name in read}
-            if self._dropped:
-                keep = ~np.logical_or.reduce([c == -1 for c in codes.values()])
-                batch = batch.filter(pa.array(keep))
-                codes = {name: c[keep] for name, c in codes.items()}
-            for name in names:
-                if codes[name].size and codes[name].min() < 0:
-                    raise self._outside_error(name, codes[name], batch.column(name))
-            out = {name: codes[name].astype(self.schema[name].dtype) for name in names}
-            count = len(next(iter(codes.values()))) if codes else batch.num_rows
+            out = None if self._dropped else self._encoded_valid(names, batch)
+            if out is None:
+                out = self._encoded(names, read, batch)
+            count = len(next(iter(out.values()))) if out else batch.num_rows
             if count:
                 yield start, out
             start += count
+
+    def _encoded_valid(self, names: Sequence[str], batch: pa.RecordBatch
+                       ) -> dict[str, np.ndarray] | None:
+        """The batch's codes when no row of it is missing a value or holds one outside the
+        domain (None otherwise)."""
+        out = {}
+        for name in names:
+            codes = self._encode_valid(name, batch.column(name))
+            if codes is None:
+                return None
+            out[name] = codes
+        return out
+
+    def _encoded(self, names: Sequence[str], read: Sequence[str], batch: pa.RecordBatch
+                 ) -> dict[str, np.ndarray]:
+        """The batch's codes, rows with a missing value dropped (when dropping), or an error
+        naming values outside the domain."""
+        codes = {name: self._encode(name, batch.column(name)) for name in read}
+        if self._dropped:
+            keep = ~np.logical_or.reduce([c == -1 for c in codes.values()])
+            batch = batch.filter(pa.array(keep))
+            codes = {name: c[keep] for name, c in codes.items()}
+        for name in names:
+            if codes[name].size and codes[name].min() < 0:
+                raise self._outside_error(name, codes[name], batch.column(name))
+        return {name: codes[name].astype(self.schema[name].dtype) for name in names}
 
     def histogram(self, columns: Sequence[str]) -> np.ndarray:
         """Counts over the product of the columns' domains, from one pass (kept)."""

@@ -9,8 +9,9 @@ keyed draws of `ppdp.keyed` give the same release from either source.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Protocol
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -20,6 +21,26 @@ Batch = tuple[int, dict[str, np.ndarray]]
 """A batch of rows: the id of its first row, and its code arrays by column."""
 
 DEFAULT_BATCH_ROWS = 1 << 20
+
+T = TypeVar("T")
+_END = object()
+
+
+def read_ahead(items: Iterable[T]) -> Iterator[T]:
+    """The items of an iterable, each next one produced on a thread while this one is used.
+
+    Reading and decoding a batch (Arrow, Parquet) releases the GIL, so the next batch is read
+    on the other core while the caller works on this one. Errors are raised where the item
+    would have been."""
+    iterator = iter(items)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ppdp-read") as pool:
+        pending = pool.submit(next, iterator, _END)
+        while True:
+            item = pending.result()
+            if item is _END:
+                return
+            pending = pool.submit(next, iterator, _END)
+            yield item
 
 
 class Source(Protocol):
@@ -34,7 +55,8 @@ class Source(Protocol):
 
     def batches(self, batch_rows: int = DEFAULT_BATCH_ROWS,
                 columns: Sequence[str] | None = None) -> Iterator[Batch]:
-        """The rows in order, ``batch_rows`` at a time (the last batch may be shorter)."""
+        """The rows in order, at most ``batch_rows`` at a time (a file's batches end where
+        its row groups or blocks do)."""
 
 
 class TableSource:

@@ -7,18 +7,19 @@ not fit in memory:
 2. the kernel publishes each batch; its rows, with their keyed ranks and row ids, are appended
    to the spill file of their part (Arrow IPC, inside the staging directory);
 3. each part is read back alone, put in release order (rank, then row id) and written as
-   Parquet, exactly as the in-memory executor writes the same part;
+   Parquet, exactly as the in-memory executor writes the same part (two parts at a time);
 4. ``release.json`` is written last and the staging directory is committed atomically
    (`ppdp.storage`): an interrupted run leaves no directory that loads.
 
-Memory is the batch, the plan's summaries (domain-sized) and one part (`ROWS_PER_PART` rows
-on average), whatever the number of rows.
+Memory is two batches (the next is read ahead), the plan's summaries (domain-sized) and two
+parts (`ROWS_PER_PART` rows on average each), whatever the number of rows.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -70,10 +71,7 @@ def publish_rows_streaming(mechanism: Mechanism, source: Source,
         spill = staging / ".spill"
         spill.mkdir()
         _spill(plan, source, key, parts, spill, batch_rows, report)
-        digests = {}
-        for index, name in enumerate(names):
-            digests[name] = write_parquet(staging / name, _part_table(plan, spill, index))
-            report("writing parts", index + 1, parts)
+        digests = _write_parts(plan, spill, staging, names, report)
         spill.rmdir()
         files: dict[str, str | list[str]] = {"rows": names[0] if parts == 1 else names}
         for stem, table in plan.tables.items():
@@ -100,7 +98,8 @@ def _spill(plan: RowPlan, source: Source, key: int, parts: int, spill: Path,
             batch = pa.record_batch({**{name: pa.array(values) for name, values in rows.items()},
                                      _RANK: pa.array(ranks),
                                      _ROW: pa.array(np.arange(start, start + count))})
-            part = part_of(ranks, parts)
+            # Parts as 16-bit integers: numpy's stable sort is then a radix sort.
+            part = part_of(ranks, parts).astype(np.min_scalar_type(parts))
             order = np.argsort(part, kind="stable")
             bounds = np.searchsorted(part[order], np.arange(parts + 1))
             for index in np.flatnonzero(np.diff(bounds)):
@@ -112,6 +111,24 @@ def _spill(plan: RowPlan, source: Source, key: int, parts: int, spill: Path,
     finally:
         for writer in writers.values():
             writer.close()
+
+
+def _write_parts(plan: RowPlan, spill: Path, staging: Path, names: list[str],
+                 report: Progress) -> dict[str, str]:
+    """Sort and write every part; the digest of each file by name.
+
+    Two parts at a time: while one is sorted (Polars) the other is encoded and compressed
+    (Parquet), each releasing the GIL, so both cores work; memory is two parts."""
+
+    def write(index: int) -> str:
+        return write_parquet(staging / names[index], _part_table(plan, spill, index))
+
+    digests = {}
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ppdp-part") as pool:
+        for index, digest in enumerate(pool.map(write, range(len(names)))):
+            digests[names[index]] = digest
+            report("writing parts", index + 1, len(names))
+    return digests
 
 
 def _part_table(plan: RowPlan, spill: Path, index: int) -> pa.Table:
