@@ -301,7 +301,8 @@ def publish(
             release = instance.publish(table, random_state=seed)
             status.update(f"writing {output}")
             target = release.save(output, overwrite=overwrite)
-    _print_publish_summary(release, instance, table, target, seeded=seed is not None)
+    _print_publish_summary(release.n_rows, release.parameters, set(release.schema.names),
+                           instance, table, target, seeded=seed is not None)
     if views is not None:
         _out().print(f"view {views.published} of at most v = {instance.v} of this table "
                      f"(Algorithm 4 after the first); private state kept in {state}")
@@ -357,7 +358,7 @@ def _publish_streaming(mechanism: Mechanism, source: str, output: Path, *, seed:
         TimeRemainingColumn,
     )
 
-    from ppdp.release import load_release
+    from ppdp.release import METADATA_FILE
     from ppdp.scan import scan_table
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -379,8 +380,11 @@ def _publish_streaming(mechanism: Mechanism, source: str, output: Path, *, seed:
         target = mechanism.publish_source(table, output, random_state=seed,
                                           batch_rows=batch_rows, overwrite=overwrite,
                                           progress=progress)
-    release = load_release(target)
-    _print_publish_summary(release, mechanism, table, target, seeded=seed is not None)
+    # The summary comes from release.json: loading the release would read every part again.
+    metadata = json.loads((target / METADATA_FILE).read_text())
+    _print_publish_summary(metadata["n_rows"], metadata["parameters"],
+                           {column["name"] for column in metadata["schema"]}, mechanism, table,
+                           target, seeded=seed is not None)
 
 
 def _publish_view(mechanism: AlphaBeta, table: Table, output: Path, state_dir: Path | None,
@@ -419,13 +423,14 @@ def _publish_view(mechanism: AlphaBeta, table: Table, output: Path, state_dir: P
     return views, state, target, release
 
 
-def _print_publish_summary(release: Release, mechanism: Mechanism, table: Table | Source,
-                           target: Path, *, seeded: bool) -> None:
+def _print_publish_summary(n_rows: int, parameters: Mapping[str, Any], published: set[str],
+                           mechanism: Mechanism, table: Table | Source, target: Path, *,
+                           seeded: bool) -> None:
     console = _out()
     console.print(Text.assemble(("published ", "bold green"), (mechanism.name, "bold"),
-                                f" release of {release.n_rows} rows to {target}"))
+                                f" release of {n_rows} rows to {target}"))
     console.print(f"mechanism:  {escape(mechanism.summary)}")
-    console.print(f"parameters: {escape(_parameters_text(release.parameters))}")
+    console.print(f"parameters: {escape(_parameters_text(parameters))}")
     if table.dropped_rows:
         console.print(f"dropped {table.dropped_rows} rows with missing values")
     if seeded:
@@ -436,7 +441,7 @@ def _print_publish_summary(release: Release, mechanism: Mechanism, table: Table 
     columns.add_column("values", justify="right")
     columns.add_column("published")
     for column in table.schema.columns:
-        shown = column.name in release.schema
+        shown = column.name in published
         columns.add_row(Text(column.name), column.role.value, str(column.size),
                         "yes" if shown else "no (left out)")
     console.print(columns)
