@@ -473,6 +473,12 @@ def count(
     estimator: Annotated[str | None, typer.Option(
         "--estimator", help="on a SPLU-Gen release: 'layout' (default, the value-level model) "
                             "or 'paper' (Section 5's two-state reconstruction)")] = None,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="with --mechanism laplace on a file: memory (read the whole table), "
+                         "streaming (count in passes over batches, never holding the rows) "
+                         "or auto (streaming for large files, as publish)")] = "auto",
+    batch_rows: Annotated[int, typer.Option(
+        "--batch-rows", min=1, help="rows per batch of the streaming engine")] = 1 << 20,
 ) -> None:
     """Answer a count query: estimated from a release, or exact (or noisy) on data.
 
@@ -523,12 +529,22 @@ def count(
                                  f"laplace; to estimate with {mechanism!r}, publish a release "
                                  f"first (ppdp publish ... -o DIR) and count on DIR")
             instance = mechanism_class.from_params(_parse_params(param))
-        table = _load_source(source, sensitive=sensitive, drop_missing=drop_missing, sep=sep,
-                             non_numeric=non_numeric)
-        if mechanism is None:
-            answer = table.count(query)
+        elif engine == "streaming":
+            raise ValueError("--engine streaming counts with --mechanism laplace; exact counts "
+                             "read the table into memory")
+        if mechanism is not None and _streaming(engine, source):
+            from ppdp.scan import scan_table
+
+            data = scan_table(source, sensitive=sensitive, sep=sep, non_numeric=non_numeric,
+                              missing="drop" if drop_missing else "error",
+                              batch_rows=batch_rows)
+            answer = instance.publish(data, random_state=seed, batch_rows=batch_rows
+                                      ).count(query)
         else:
-            answer = instance.publish(table, random_state=seed).count(query)
+            table = _load_source(source, sensitive=sensitive, drop_missing=drop_missing,
+                                 sep=sep, non_numeric=non_numeric)
+            answer = table.count(query) if mechanism is None else \
+                instance.publish(table, random_state=seed).count(query)
     if json_output:
         _echo_json(answer.to_dict())
     else:

@@ -11,12 +11,18 @@ floating-point attacks on the continuous Laplace sampler (Mironov 2012). Without
 drawn by OpenDP's vetted sampler from OS entropy. With a seed it is drawn, reproducibly, as
 the difference of two geometric variables from keyed draws (`ppdp.keyed`): that is for
 experiments only.
+
+A session over a `ppdp.sources.Source` (a file scanned in batches, `ppdp.scan.scan_table`)
+never holds the rows: its contingency tables come from passes over the source
+(`SourceCube`), and the same key gives the same answers as over the table in memory.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,10 +31,11 @@ import pyarrow as pa
 from ppdp.errors import ReleaseError
 from ppdp.guarantees import laplace_guarantee
 from ppdp.keyed import KeyedStream, make_key
-from ppdp.mechanisms.base import Mechanism, Parameter, require_positive
-from ppdp.query import BoundQuery, Cube, count_histogram
+from ppdp.mechanisms.base import Mechanism, Parameter, Progress, require_positive
+from ppdp.query import MAX_CUBE_CELLS, BoundQuery, Cube, Predicate, count_histogram
 from ppdp.randomness import RandomState
 from ppdp.release import Estimate, Release
+from ppdp.sources import DEFAULT_BATCH_ROWS, Source
 from ppdp.table import Schema, Table
 
 MAX_SCALE = 1e12
@@ -56,15 +63,113 @@ class LaplaceCounts(Mechanism):
                              f"{self.sensitivity / MAX_SCALE:.3g} for sensitivity "
                              f"{self.sensitivity:g}, got {epsilon!r}")
 
-    def publish(self, table: Table, *, random_state: RandomState = None) -> LaplaceSession:
-        """A query session over the table (kept private); nothing is written anywhere."""
+    def publish(self, table: Table | Source, *, random_state: RandomState = None,
+                batch_rows: int | None = None) -> LaplaceSession:
+        """A query session over a table or a source (kept private); nothing is written.
+
+        A Source is never loaded: each contingency table a query needs is counted in a pass
+        over its batches (of ``batch_rows`` rows where the session reads them itself). The
+        same ``random_state`` gives the same answers over a table and over any source of it.
+        """
         names = [c.name for c in table.schema.columns if c.role != "ignored"]
+        schema = table.schema.select(names)
         key = None if random_state is None else make_key(random_state)
-        return LaplaceSession(table.schema.select(names), self.parameter_values, table.n_rows,
-                              {n: table.codes[n] for n in names}, key=key)
+        cube = Cube({n: table.codes[n] for n in names}, schema.sizes(), table.n_rows) \
+            if isinstance(table, Table) \
+            else SourceCube(table, schema.sizes(), batch_rows or DEFAULT_BATCH_ROWS)
+        return LaplaceSession(schema, self.parameter_values, table.n_rows, cube, key=key)
+
+    def publish_source(self, source: Source, directory: str | os.PathLike[str], *,
+                       random_state: RandomState = None, batch_rows: int | None = None,
+                       overwrite: bool = False, progress: Progress | None = None) -> Path:
+        """Refused: laplace writes no release (``publish`` a source for a query session)."""
+        raise ReleaseError(NO_RELEASE)
 
     def guarantee(self) -> Any:
         return laplace_guarantee(epsilon=self.epsilon, sensitivity=self.sensitivity)
+
+
+NO_RELEASE = ("laplace answers queries over the private data; there is no data release to "
+              "write (use count on the session from LaplaceCounts.publish(table or source), or "
+              "ppdp count SOURCE QUERY --mechanism laplace -p epsilon=...)")
+
+
+class SourceCube(Cube):
+    """A Cube over the rows of a Source that never holds them (SPLU-Gen Section 6.2.3's
+    comparator at scale).
+
+    A contingency table is the source's ``histogram`` (one pass, cached), or comes from
+    `prefetch`, which counts many in one pass. A condition that is not a box is evaluated,
+    as an in-memory Cube would evaluate it on rows, on the cells of the table over its columns
+    weighted by their counts (rows with equal values satisfy it alike), or on batches of
+    ``batch_rows`` rows when that table would exceed `MAX_CUBE_CELLS`. Memory: the cached
+    tables and a batch. ``codes`` is empty and row masks are refused: only `histogram` and
+    `histogram_where` (all `count_histogram` asks) are answered.
+    """
+
+    def __init__(self, source: Source, sizes: Mapping[str, int], batch_rows: int) -> None:
+        super().__init__({}, sizes, source.n_rows)
+        self.source = source
+        self.batch_rows = batch_rows
+
+    def _histogram(self, columns: tuple[str, ...], mask: np.ndarray | None) -> np.ndarray:
+        if mask is not None:
+            raise TypeError("a SourceCube holds no rows to mask; use histogram_where")
+        if not self.fits(columns):
+            # Cube's own error for a table too large to count densely (it reads no rows).
+            return super()._histogram(columns, None)
+        return self.source.histogram(columns)
+
+    def histogram_where(self, predicate: Predicate, dims: Sequence[str]) -> np.ndarray:
+        """Counts over ``dims`` of the rows where ``predicate`` holds (see the class)."""
+        columns = tuple(sorted(predicate.columns | set(dims)))
+        counts = np.zeros([self.sizes[c] for c in dims], dtype=np.int64)
+        for part in self._parts(columns):
+            # Cell weights add up in float64: exact for counts below 2^53.
+            counts += part.histogram_where(predicate, dims).astype(np.int64)
+        return counts
+
+    def _parts(self, columns: tuple[str, ...]) -> Iterator[Cube]:
+        """The rows as in-memory Cubes over ``columns`` (at least one): the non-empty cells
+        of their table weighted by count, else batches of rows."""
+        if self.fits(columns):
+            table = self.histogram(columns)
+            cells = np.nonzero(table)
+            yield Cube(dict(zip(columns, cells, strict=True)), self.sizes, len(cells[0]),
+                       weights=table[cells])
+            return
+        for _, codes in self.source.batches(self.batch_rows, columns):
+            yield Cube(codes, self.sizes, len(codes[columns[0]]))
+
+    def prefetch(self, column_sets: Iterable[Iterable[str]]) -> None:
+        """Count the tables over these sets of columns in as few passes as fit in memory.
+
+        A pass costs about the reading of the columns it touches, whatever it counts, so the
+        tables not yet cached are counted together, each batch once for all of them, in
+        passes whose tables hold at most `MAX_CUBE_CELLS` cells in all. Sets of one column
+        (a source counts them cheaply) or of too many cells to build are left out.
+        """
+        wanted = sorted({tuple(sorted(c)) for c in column_sets} - set(self._cache))
+        passes: list[list[tuple[str, ...]]] = []
+        room = 0
+        for columns in wanted:
+            if len(columns) < 2 or not self.fits(columns):
+                continue
+            size = math.prod(self.sizes[c] for c in columns)
+            if size > room:
+                passes.append([])
+                room = MAX_CUBE_CELLS
+            passes[-1].append(columns)
+            room -= size
+        for tables in passes:
+            read = sorted(set().union(*tables))
+            counts = {columns: np.zeros([self.sizes[c] for c in columns], dtype=np.int64)
+                      for columns in tables}
+            for _, codes in self.source.batches(self.batch_rows, read):
+                batch = Cube(codes, self.sizes, len(codes[read[0]]))
+                for columns, table in counts.items():
+                    table += batch.histogram(columns)
+            self._cache.update(counts)
 
 
 class LaplaceSession(Release):
@@ -74,10 +179,10 @@ class LaplaceSession(Release):
     # A key whose noisy answer is 0 is still an answer; hiding it would leak.
     answers_every_key = True
 
-    def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
-                 codes: Mapping[str, np.ndarray], *, key: int | None) -> None:
+    def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int, cube: Cube,
+                 *, key: int | None) -> None:
         super().__init__(schema, parameters, n_rows)
-        self._cube = Cube(codes, schema.sizes(), n_rows)
+        self._cube = cube
         # Seeded sessions draw the i-th noise value from a keyed stream at position i, so the
         # same key gives the same answers however the counts were computed.
         self._noise = None if key is None else KeyedStream(key, "noise")
@@ -110,6 +215,10 @@ class LaplaceSession(Release):
                                     dp.l1_distance(T="i64"), scale=self.scale)
         return np.asarray(sampler([0] * size), dtype=np.int64)
 
+    def _prefetch(self, queries: Sequence[BoundQuery]) -> None:
+        if isinstance(self._cube, SourceCube):
+            self._cube.prefetch(query.columns for query in queries)
+
     def _estimate(self, queries: Sequence[BoundQuery]
                   ) -> list[tuple[np.ndarray, np.ndarray | None]]:
         truths = [np.asarray(count_histogram(self._cube, q.predicate, q.group_by))
@@ -129,9 +238,7 @@ class LaplaceSession(Release):
         return Estimate(value, stderr, (value - self._half_width, value + self._half_width))
 
     def _tables(self) -> dict[str, pa.Table]:
-        raise ReleaseError("laplace answers queries over the private data; there is no data "
-                           "release to write (use count on the session, or ppdp count SOURCE "
-                           "QUERY --mechanism laplace -p epsilon=...)")
+        raise ReleaseError(NO_RELEASE)
 
     def save(self, directory: Any, *, overwrite: bool = False) -> Any:
         self._tables()
