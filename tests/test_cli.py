@@ -368,7 +368,31 @@ def test_publish_engine_is_checked(tmp_path):
     result = invoke("publish", source, "-m", "dbr", "-s", "occupation", "-o", tmp_path / "r",
                  "--engine", "spark")
     assert result.exit_code == 2 and "--engine must be one of" in result.output
-    result = invoke("publish", source, "-m", "alphabeta", "-p", "k=10", "-p", "gamma=0.2",
-                 "--observed-domains", "-o", tmp_path / "v", "--engine", "streaming")
-    assert result.exit_code == 2 and "use --engine memory" in result.output
-    assert not (tmp_path / "v").exists()
+
+
+def test_alphabeta_views_streamed_are_the_views_in_memory(tmp_path, monkeypatch):
+    """Views 1 and 2 of a file through --engine streaming, with their private state, are the
+    files --engine memory writes with the same seeds; the third view is refused (v = 2)."""
+    source = tmp_path / "adult.parquet"
+    write_table(ppdp.datasets.adult().to_arrow(), source)
+    common = ["publish", source, "-m", "alphabeta", "-p", "k=10", "-p", "gamma=0.2", "-p",
+              "v=2", "--observed-domains"]
+    for view in (1, 2, 3):
+        outputs = {}
+        for engine in ("memory", "streaming"):
+            monkeypatch.setenv("PPDP_STATE_DIR", str(tmp_path / f"state-{engine}"))
+            outputs[engine] = tmp_path / f"{engine}-{view}"
+            result = invoke(*common, "-o", outputs[engine], "--engine", engine, "--seed", view,
+                            "--batch-rows", 7_000)
+            if view == 3:
+                assert result.exit_code == 2 and "v = 2" in result.output, result.output
+                assert not outputs[engine].exists()
+                continue
+            assert result.exit_code == 0, result.output
+            assert f"view {view} of at most v = 2" in result.output
+        if view < 3:
+            files = sorted(path.name for path in outputs["memory"].iterdir())
+            assert files == sorted(path.name for path in outputs["streaming"].iterdir())
+            for name in files:
+                assert (outputs["memory"] / name).read_bytes() == \
+                    (outputs["streaming"] / name).read_bytes(), (view, name)

@@ -27,8 +27,8 @@ from ppdp.errors import PpdpError
 # it needs, so that `ppdp --help` and argument errors answer at once.
 if TYPE_CHECKING:
     from ppdp.mechanisms.alphabeta import AlphaBeta, ViewSequence
-    from ppdp.mechanisms.base import Mechanism
-    from ppdp.release import Estimate, GroupedEstimate, Release
+    from ppdp.mechanisms.base import Mechanism, Progress
+    from ppdp.release import Estimate, GroupedEstimate
     from ppdp.sources import Source
     from ppdp.table import Table
 
@@ -281,11 +281,12 @@ def publish(
             raise FileExistsError(f"{output} already exists; choose another directory or pass "
                                   f"--overwrite")
         require_replaceable_release(output)
-    if _streaming(engine, source) and not _views_need_state(instance, engine):
+    if _streaming(engine, source):
         _publish_streaming(instance, source, output, sensitive=sensitive, qi=qi,
                            drop_missing=drop_missing, sep=sep, domains=declared,
                            observed_domains=observed_domains, non_numeric=non_numeric,
-                           seed=seed, overwrite=overwrite, batch_rows=batch_rows)
+                           seed=seed, overwrite=overwrite, batch_rows=batch_rows,
+                           state_dir=state_dir)
         return
     # A transient status line on stderr: reading, publishing and writing 10^7 rows take seconds.
     with Console(stderr=True).status(f"reading {source}") as status:
@@ -295,17 +296,15 @@ def publish(
         status.update(f"publishing {table.n_rows:,} rows with {mechanism_class.name}")
         views = None
         if isinstance(instance, AlphaBeta):
-            views, state, target, release = _publish_view(
-                instance, table, output, state_dir, overwrite=overwrite, seed=seed)
+            views, state, target = _publish_view(instance, table, output, state_dir,
+                                                  overwrite=overwrite, seed=seed)
         else:
             release = instance.publish(table, random_state=seed)
             status.update(f"writing {output}")
             target = release.save(output, overwrite=overwrite)
-    _print_publish_summary(release.n_rows, release.parameters, set(release.schema.names),
-                           instance, table, target, seeded=seed is not None)
+    _print_saved_summary(instance, table, target, seeded=seed is not None)
     if views is not None:
-        _out().print(f"view {views.published} of at most v = {instance.v} of this table "
-                     f"(Algorithm 4 after the first); private state kept in {state}")
+        _print_view(views, state)
 
 
 _ENGINES = ("auto", "memory", "streaming")
@@ -331,24 +330,11 @@ def _streaming(engine: str, source: str) -> bool:
     return size >= STREAMING_FILE_BYTES or (available is not None and 8 * size > available)
 
 
-def _views_need_state(mechanism: Mechanism, engine: str) -> bool:
-    """alpha-beta counts a table's views in its private state, which only the in-memory path
-    keeps: refuse --engine streaming for it, and let auto read the table whole."""
-    from ppdp.mechanisms.alphabeta import AlphaBeta
-
-    if not isinstance(mechanism, AlphaBeta):
-        return False
-    if engine == "streaming":
-        raise ValueError("alphabeta keeps the count of a table's views in its private state, "
-                         "which the streaming engine does not keep; use --engine memory")
-    return True
-
-
 def _publish_streaming(mechanism: Mechanism, source: str, output: Path, *, seed: int | None,
                        overwrite: bool, batch_rows: int, sensitive: str | None,
                        qi: str | None, drop_missing: bool, sep: str | None,
                        domains: Mapping[str, Any], observed_domains: bool,
-                       non_numeric: str) -> None:
+                       non_numeric: str, state_dir: Path | None) -> None:
     """Publish a file batch by batch, with a progress bar on stderr, and summarise it."""
     from rich.progress import (
         BarColumn,
@@ -358,7 +344,7 @@ def _publish_streaming(mechanism: Mechanism, source: str, output: Path, *, seed:
         TimeRemainingColumn,
     )
 
-    from ppdp.release import METADATA_FILE
+    from ppdp.mechanisms.alphabeta import AlphaBeta
     from ppdp.scan import scan_table
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -377,26 +363,38 @@ def _publish_streaming(mechanism: Mechanism, source: str, output: Path, *, seed:
                 tasks[stage] = bar.add_task(stage, total=total)
             bar.update(tasks[stage], completed=done)
 
-        target = mechanism.publish_source(table, output, random_state=seed,
-                                          batch_rows=batch_rows, overwrite=overwrite,
-                                          progress=progress)
-    # The summary comes from release.json: loading the release would read every part again.
-    metadata = json.loads((target / METADATA_FILE).read_text())
-    _print_publish_summary(metadata["n_rows"], metadata["parameters"],
-                           {column["name"] for column in metadata["schema"]}, mechanism, table,
-                           target, seeded=seed is not None)
+        views = None
+        if isinstance(mechanism, AlphaBeta):
+            views, state, target = _publish_view(mechanism, table, output, state_dir,
+                                                  overwrite=overwrite, seed=seed,
+                                                  batch_rows=batch_rows, progress=progress)
+        else:
+            target = mechanism.publish_source(table, output, random_state=seed,
+                                              batch_rows=batch_rows, overwrite=overwrite,
+                                              progress=progress)
+    _print_saved_summary(mechanism, table, target, seeded=seed is not None)
+    if views is not None:
+        _print_view(views, state)
 
 
-def _publish_view(mechanism: AlphaBeta, table: Table, output: Path, state_dir: Path | None,
-                  *, overwrite: bool, seed: int | None
-                  ) -> tuple[ViewSequence, Path, Path, Release]:
+def _print_view(views: ViewSequence, state: Path) -> None:
+    _out().print(f"view {views.published} of at most v = {views.mechanism.v} of this table "
+                 f"(Algorithm 4 after the first); private state kept in {state}")
+
+
+def _publish_view(mechanism: AlphaBeta, table: Table | Source, output: Path,
+                  state_dir: Path | None, *, overwrite: bool, seed: int | None,
+                  batch_rows: int | None = None, progress: Progress | None = None
+                  ) -> tuple[ViewSequence, Path, Path]:
     """The next view of this table, saved, with its views' state recorded before it appears.
 
     The state lives in one place per user (or --state-dir), keyed by the table, whatever the
     output folder; it is locked for the whole publish so that concurrent views are counted.
+    A table in memory is published whole, a source batch by batch.
     """
     from ppdp.mechanisms.alphabeta import ViewSequence, default_state_root, state_directory
     from ppdp.storage import locked
+    from ppdp.table import Table
 
     root = state_dir if state_dir is not None else default_state_root()
     try:
@@ -408,19 +406,35 @@ def _publish_view(mechanism: AlphaBeta, table: Table, output: Path, state_dir: P
     if not writable:
         raise ValueError(f"cannot write the private state of alpha-beta views to {root}; pass "
                          f"--state-dir DIR (a folder you can write and keep private)")
-    state = state_directory(root, table)
+    views = ViewSequence(mechanism, table)
+    views.distinct(progress)
+    state = state_directory(root, views.fingerprint)
     # A lock file of its own: the state's commit locks the root directory itself.
     lock = root / "alphabeta.lock"
     lock.touch(exist_ok=True)
     with locked(lock):
         if (state / "state.json").is_file():
-            views = ViewSequence.load_state(state, mechanism, table)
+            views.resume(state)
+        if isinstance(table, Table):
+            target = views.publish(random_state=seed).save(
+                output, overwrite=overwrite, before_commit=lambda: views.save_state(state))
         else:
-            views = mechanism.views(table)
-        release = views.publish(random_state=seed)
-        target = release.save(output, overwrite=overwrite,
-                              before_commit=lambda: views.save_state(state))
-    return views, state, target, release
+            target = views.publish_to(output, random_state=seed, batch_rows=batch_rows,
+                                      overwrite=overwrite, progress=progress,
+                                      before_commit=lambda: views.save_state(state))
+    return views, state, target
+
+
+def _print_saved_summary(mechanism: Mechanism, table: Table | Source, target: Path, *,
+                         seeded: bool) -> None:
+    """The summary of a release just written, from its release.json (loading the release
+    would read every part again)."""
+    from ppdp.release import METADATA_FILE
+
+    metadata = json.loads((target / METADATA_FILE).read_text())
+    _print_publish_summary(metadata["n_rows"], metadata["parameters"],
+                           {column["name"] for column in metadata["schema"]}, mechanism, table,
+                           target, seeded=seeded)
 
 
 def _print_publish_summary(n_rows: int, parameters: Mapping[str, Any], published: set[str],

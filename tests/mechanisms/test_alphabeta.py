@@ -731,7 +731,8 @@ def test_cli_views_of_the_paper_table(shared_datasets, private_state_dir, tmp_pa
     refused("publish", source, *params, "-o", tmp_path / "view3", "--seed", 3, match="v = 2")
     assert not (tmp_path / "view3").exists()
     refused("publish", source, "-m", "alphabeta", "-p", "k=10", "-p", "gamma=0.3", "-p", "v=2",
-            "-o", tmp_path / "other", "--seed", 4, match="same parameters")
+            "--observed-domains", "-o", tmp_path / "other", "--seed", 4,
+            match="same parameters")
     assert not (tmp_path / "other").exists()
     # The release answers queries through `ppdp count`.
     answer = run("count", tmp_path / "view2", "age < 30", "--json")

@@ -118,11 +118,47 @@ def test_later_views_write_earlier_tuples_in_parts(tmp_path, monkeypatch):
         assert loaded.count(query) == second.count(query)
 
 
-def distinct_table(n_rows: int, seed: int = 3) -> Table:
-    """n distinct tuples of the 100 x 100 x 100 domain (m = 10^6), one row each."""
-    keys = np.random.default_rng(seed).choice(10**6, size=n_rows, replace=False)
+def test_later_views_from_batches_are_the_views_in_memory(tmp_path, monkeypatch):
+    """Views 1-3 of a table with repeated tuples, written batch by batch from a source
+    (`ViewSequence.publish_to`, batches shuffled) are, file for file, the views published in
+    memory and saved (V' included, in parts); the source's fingerprint is the table's, and a
+    sequence resumed from the saved state continues with the same views."""
+    monkeypatch.setattr(plans, "ROWS_PER_PART", 400)
+    keys = np.random.default_rng(5).choice(10**6, size=500, replace=False)
+    table = keyed_table(np.random.default_rng(6).choice(keys, size=2000))
+    mechanism = AlphaBeta(alpha=0.3, beta=0.001, v=3)
+    memory = mechanism.views(table)
+    source = ShuffledSource(TableSource(table), 7)
+    streamed = alphabeta.ViewSequence(mechanism, source)
+    assert streamed.fingerprint == alphabeta.fingerprint(table)
+    for view in (1, 2, 3):
+        if view == 2:
+            # A new sequence over the source, resumed from the state saved after view 1.
+            streamed.save_state(tmp_path / "state")
+            streamed = alphabeta.ViewSequence.load_state(tmp_path / "state", mechanism,
+                                                         ShuffledSource(TableSource(table), 8))
+        memory.publish(random_state=30 + view).save(tmp_path / f"memory-{view}")
+        streamed.publish_to(tmp_path / f"batches-{view}", random_state=30 + view,
+                            batch_rows=333)
+        files = files_of(tmp_path / f"memory-{view}")
+        assert files == files_of(tmp_path / f"batches-{view}"), view
+        assert any(name.startswith("earlier-") for name in files) == (view > 1), sorted(files)
+        assert streamed.published == memory.published == view
+        assert np.array_equal(streamed.earlier, memory.earlier)
+    with pytest.raises(ppdp.errors.InfeasibleError, match="bound v = 3"):
+        streamed.publish_to(tmp_path / "view-4", random_state=1)
+    assert not (tmp_path / "view-4").exists()
+
+
+def keyed_table(keys: np.ndarray) -> Table:
+    """The rows of tuple keys ``keys`` over the 100 x 100 x 100 domain (m = 10^6)."""
     schema = Schema(tuple(Column(c, Role.QUASI_IDENTIFIER, tuple(range(100))) for c in "abc"))
     return Table(schema, dict(zip("abc", np.unravel_index(keys, (100, 100, 100)), strict=True)))
+
+
+def distinct_table(n_rows: int, seed: int = 3) -> Table:
+    """n distinct tuples of the 100 x 100 x 100 domain (m = 10^6), one row each."""
+    return keyed_table(np.random.default_rng(seed).choice(10**6, size=n_rows, replace=False))
 
 
 def test_another_key_draws_anew():

@@ -404,12 +404,17 @@ class AlphaBeta(Mechanism):
         return (alpha + beta) * n + rates.earlier * earlier + rates.other * max(
             m - n - earlier, 0)
 
-    def check_view_size(self, table: Table, *, earlier: int = 0, view: int = 1) -> float:
+    def check_view_size(self, table: Table | Source, *, earlier: int = 0,
+                        view: int = 1) -> float:
         """Refuse (InfeasibleError) a view expected to hold more than ``max_rows`` tuples
         before any of it is drawn, and warn (``ppdp.resources.MemoryNeedWarning``) when the
-        memory it needs is not available; return the expected number of tuples."""
+        memory it needs in memory is not available (a source is published on disk); return
+        the expected number of tuples."""
         n, m = table.n_rows, TupleDomain.of(table.schema).size
         size = self.expected_view_size(n, m, earlier=earlier, view=view)
+        if not isinstance(table, Table):
+            self._refuse_beyond_max_rows(n, m, size, earlier=earlier, view=view)
+            return size
         columns = published_columns(table)
         need = ALPHABETA_ROW.need(n, columns) + ALPHABETA_TUPLE.need(size, columns)
         self._refuse_beyond_max_rows(n, m, size, earlier=earlier, view=view, memory=need)
@@ -443,53 +448,11 @@ class AlphaBeta(Mechanism):
         """Publish the first view of a source's rows straight into a release directory
         (Algorithms 1-2, and 5 for marginal noise), batch by batch; the directory.
 
-        The files are those ``publish`` then `Release.save` write from the same rows and key,
-        whatever ``batch_rows`` and the order of the batches. Two passes over the batches: the
-        first gathers the table's distinct tuples with their counts (`distinct_tuples`: O(rows)
-        memory, fine up to about 10^8 rows), against which the alpha-step looks up each row's
-        probability and every chunk of the beta-step is anti-joined; the second keeps rows.
-        Published rows are spilled to disk by rank, then each part is put in order alone.
-        Like ``publish``, it keeps no state of views; ``overwrite`` as in `Release.save`.
-        ``progress(stage, done, total)`` hears of ``tuples`` and ``retain`` (rows), ``noise``
-        (chunks of D) and ``write`` (parts)."""
-        target = Path(directory)
-        check_target(target, overwrite)
-        batch_rows = batch_rows or DEFAULT_BATCH_ROWS
-        domain = TupleDomain.of(source.schema)
-        require_declared_domains(source, domain.columns, self.name, TUPLE_DOMAIN_RISK)
-        n, m = source.n_rows, domain.size
-        alpha, beta, _ = self.public_probabilities(n, m)
-        size = self.expected_view_size(n, m)
-        self._refuse_beyond_max_rows(n, m, size)
-        report = progress or (lambda stage, done, total: None)
-        tuples, counts = distinct_tuples(
-            _reported(source.batches(batch_rows, domain.columns), "tuples", n, report), domain)
-        marginals = source_distribution(source, domain) if self.noise == "marginal" else None
-        draws = ViewDraws(make_key(random_state), 1, domain, view_rates(alpha, beta, self.v, 1),
-                          n, tuples, counts, np.empty(0, dtype=np.int64), marginals)
-        schema = source.schema.select(domain.columns)
-        with staged_directory(target) as staging:
-            spill = RankSpill(staging / ".spill", size)
-            for start, codes in _reported(source.batches(batch_rows, domain.columns),
-                                          "retain", n, report):
-                spill.add(draws.retained(start, codes))
-            for chunk, piece in enumerate(draws.noise()):
-                spill.add(piece)
-                report("noise", chunk + 1, draws.chunks)
-            names = part_names("view", part_count(spill.rows))
-            digests = {}
-            for index, name in enumerate(names):
-                ranks, ids, keys = spill.part(index, len(names))
-                rows = domain.codes(in_release_order({"key": keys}, ranks, ids)["key"], schema)
-                digests[name] = write_parquet(staging / name, rows_to_arrow(schema, rows))
-                report("write", index + 1, len(names))
-            spill.remove()
-            write_metadata(staging, AlphaBetaRelease.mechanism,
-                           view_parameters(self, alpha, beta, 1, domain, marginals), spill.rows,
-                           schema, {"view": names[0] if len(names) == 1 else names}, digests)
-            commit_directory(staging, target, overwrite=overwrite,
-                             replaceable=require_replaceable_release)
-        return target
+        Like ``publish``, it keeps no state of views: `ViewSequence.publish_to` continues a
+        sequence. See there for the passes, memory and ``progress``."""
+        return ViewSequence(self, source).publish_to(
+            directory, random_state=random_state, batch_rows=batch_rows, overwrite=overwrite,
+            progress=progress)
 
     @staticmethod
     def table_size(table: Table | None, n: int | None, m: int | None
@@ -539,10 +502,12 @@ class ViewSequence:
     (the views published and V') is private to the publisher: ``save_state``/``load_state``.
     """
 
-    def __init__(self, mechanism: AlphaBeta, table: Table, *, published: int = 0,
+    def __init__(self, mechanism: AlphaBeta, table: Table | Source, *, published: int = 0,
                  earlier: np.ndarray | None = None) -> None:
         self.mechanism = mechanism
         self.table = table
+        self._distinct: tuple[np.ndarray, np.ndarray] | None = None
+        self._fingerprint: str | None = None
         self.domain = TupleDomain.of(table.schema)
         require_declared_domains(table, self.domain.columns, "alphabeta", TUPLE_DOMAIN_RISK)
         self.alpha, self.beta, self.d = mechanism.public_probabilities(table.n_rows,
@@ -559,12 +524,31 @@ class ViewSequence:
                                        view=self.published + 1)
         self._checked_view = self.published + 1
 
-    def publish(self, *, random_state: RandomState = None) -> AlphaBetaRelease:
-        """The next view; raises when the bound v on the number of views is reached.
+    def distinct(self, progress: Progress | None = None, batch_rows: int | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct tuples of the table (sorted keys) and their row counts: one pass over
+        a source, kept for the views and the fingerprint."""
+        if self._distinct is None:
+            if isinstance(self.table, Table):
+                batches: Iterable[Batch] = [(0, self.table.codes)]
+            else:
+                batches = _reported(
+                    self.table.batches(batch_rows or DEFAULT_BATCH_ROWS, self.domain.columns),
+                    "tuples", self.table.n_rows, progress or _silent)
+            self._distinct = distinct_tuples(batches, self.domain)
+        return self._distinct
 
-        ``random_state`` makes the view's key (`ppdp.keyed.make_key`: OS entropy for None, the
-        default). The draws are keyed by the view number too, so the views are independent
-        whatever their keys, and the same key and view number give the same view."""
+    @property
+    def fingerprint(self) -> str:
+        """The table's `fingerprint` (private: it is a digest of the rows)."""
+        if self._fingerprint is None:
+            self._fingerprint = fingerprint(self.table, self.distinct())
+        return self._fingerprint
+
+    def _next_view(self, random_state: RandomState, progress: Progress | None = None,
+                   batch_rows: int | None = None) -> tuple[int, ViewDraws, dict[str, Any]]:
+        """The number, keyed draws and public parameters of the next view; raises when the
+        bound v on the number of views is reached."""
         v = self.mechanism.v
         if self.published >= v:
             raise InfeasibleError(f"{self.published} views of this table were published, the "
@@ -573,24 +557,105 @@ class ViewSequence:
         if self._checked_view != self.published + 1:
             self._check_next_view()
         view = self.published + 1
-        codes = self.table.codes
-        tuples, counts = distinct_tuples([(0, codes)], self.domain)
-        marginals = (source_distribution(TableSource(self.table), self.domain)
+        tuples, counts = self.distinct(progress, batch_rows)
+        source = TableSource(self.table) if isinstance(self.table, Table) else self.table
+        marginals = (source_distribution(source, self.domain)
                      if self.mechanism.noise == "marginal" else None)
         draws = ViewDraws(make_key(random_state), view, self.domain,
                           view_rates(self.alpha, self.beta, v, view), self.table.n_rows, tuples,
                           counts, self.earlier, marginals)
+        return view, draws, view_parameters(self.mechanism, self.alpha, self.beta, view,
+                                            self.domain, marginals)
+
+    def _published(self, view: int, keys: Sequence[np.ndarray]) -> None:
+        """Count view ``view`` as published, its tuples (``keys``, in pieces) joining V'."""
+        self.earlier = _sorted_unique(np.concatenate([self.earlier, *keys]))
+        self.published = view
+
+    def publish(self, *, random_state: RandomState = None) -> AlphaBetaRelease:
+        """The next view, in memory; raises when the bound v on the number of views is
+        reached (a source is published with `publish_to`).
+
+        ``random_state`` makes the view's key (`ppdp.keyed.make_key`: OS entropy for None, the
+        default). The draws are keyed by the view number too, so the views are independent
+        whatever their keys, and the same key and view number give the same view."""
+        if not isinstance(self.table, Table):
+            raise TypeError("the views of a source are written to a directory: use publish_to")
+        view, draws, parameters = self._next_view(random_state)
+        codes = self.table.codes
         keys, part_rows = release_order([draws.retained(0, codes), draws.repeated(),
                                          *draws.noise()])
         schema = self.table.schema.select(self.domain.columns)
         release = AlphaBetaRelease(
-            schema, view_parameters(self.mechanism, self.alpha, self.beta, view, self.domain,
-                                    marginals),
-            len(keys), self.domain.codes(keys, schema),
+            schema, parameters, len(keys), self.domain.codes(keys, schema),
             earlier=self.domain.codes(self.earlier, schema), part_rows=part_rows)
-        self.earlier = _sorted_unique(np.concatenate([self.earlier, keys]))
-        self.published = view
+        self._published(view, [keys])
         return release
+
+    def publish_to(self, directory: str | os.PathLike[str], *,
+                   random_state: RandomState = None, batch_rows: int | None = None,
+                   overwrite: bool = False, progress: Progress | None = None,
+                   before_commit: Callable[[], object] | None = None) -> Path:
+        """Write the next view straight into a release directory, batch by batch; the
+        directory. For a table in memory or a source read in batches.
+
+        The files are those ``publish`` then `Release.save` write from the same rows, views and
+        key, whatever ``batch_rows`` and the order of the batches. Two passes over the
+        batches: the first gathers the table's distinct tuples with their counts
+        (`distinct_tuples`: O(distinct tuples) memory, at most 16 bytes a row), against which
+        the alpha-step looks up each row's probability and every chunk of the beta-step is
+        anti-joined with the table and V'; the second keeps rows. Published rows are spilled
+        to disk by rank, then each part is put in order alone. ``before_commit`` runs once the
+        files are written and the view counted (``save_state``, say); ``overwrite`` as in
+        `Release.save`. ``progress(stage, done, total)`` hears of ``tuples`` and ``retain``
+        (rows), ``noise`` (chunks of D) and ``write`` (parts)."""
+        target = Path(directory)
+        check_target(target, overwrite)
+        batch_rows = batch_rows or DEFAULT_BATCH_ROWS
+        report = progress or _silent
+        view, draws, parameters = self._next_view(random_state, report, batch_rows)
+        domain = self.domain
+        source = TableSource(self.table) if isinstance(self.table, Table) else self.table
+        schema = source.schema.select(domain.columns)
+        size = self.mechanism.expected_view_size(source.n_rows, domain.size,
+                                                 earlier=len(self.earlier), view=view)
+        with staged_directory(target) as staging:
+            spill = RankSpill(staging / ".spill", size)
+            for start, codes in _reported(source.batches(batch_rows, domain.columns),
+                                          "retain", source.n_rows, report):
+                spill.add(draws.retained(start, codes))
+            spill.add(draws.repeated())
+            for chunk, piece in enumerate(draws.noise()):
+                spill.add(piece)
+                report("noise", chunk + 1, draws.chunks)
+            names = part_names("view", part_count(spill.rows))
+            digests, published = {}, []
+            for index, name in enumerate(names):
+                ranks, ids, keys = spill.part(index, len(names))
+                keys = in_release_order({"key": keys}, ranks, ids)["key"]
+                digests[name] = write_parquet(staging / name,
+                                              rows_to_arrow(schema, domain.codes(keys, schema)))
+                published.append(np.unique(keys))
+                report("write", index + 1, len(names))
+            spill.remove()
+            files: dict[str, str | list[str]] = {"view": names[0] if len(names) == 1 else names}
+            if view > 1:
+                # V' before this view, public already: the estimator needs it (as `save`).
+                earlier = split_parts(rows_to_arrow(schema, domain.codes(self.earlier, schema)),
+                                      even_parts(len(self.earlier)))
+                earlier = earlier if isinstance(earlier, list) else [earlier]
+                names = part_names("earlier", len(earlier))
+                for name, table in zip(names, earlier, strict=True):
+                    digests[name] = write_parquet(staging / name, table)
+                files["earlier"] = names[0] if len(names) == 1 else names
+            write_metadata(staging, AlphaBetaRelease.mechanism, parameters, spill.rows, schema,
+                           files, digests)
+            self._published(view, published)
+            if before_commit is not None:
+                before_commit()
+            commit_directory(staging, target, overwrite=overwrite,
+                             replaceable=require_replaceable_release)
+        return target
 
     def save_state(self, directory: str | os.PathLike[str]) -> Path:
         """Write the publisher's private state (views published, V', the table's fingerprint
@@ -598,7 +663,7 @@ class ViewSequence:
         target = Path(directory)
         with staged_directory(target) as staging:
             pq.write_table(pa.table({"key": self.earlier}), staging / "earlier.parquet")
-            state = {"format": STATE_FORMAT, "fingerprint": fingerprint(self.table),
+            state = {"format": STATE_FORMAT, "fingerprint": self.fingerprint,
                      "parameters": self.mechanism.parameter_values, "published": self.published}
             (staging / "state.json").write_text(json.dumps(state, indent=2) + "\n")
             commit_directory(staging, target, overwrite=True, replaceable=_require_state)
@@ -606,21 +671,30 @@ class ViewSequence:
 
     @classmethod
     def load_state(cls, directory: str | os.PathLike[str], mechanism: AlphaBeta,
-                   table: Table) -> ViewSequence:
+                   table: Table | Source) -> ViewSequence:
         """Continue a sequence from ``save_state``; the table and parameters must match."""
+        return cls(mechanism, table).resume(directory)
+
+    def resume(self, directory: str | os.PathLike[str]) -> ViewSequence:
+        """Continue from the state ``save_state`` wrote (this sequence, updated); the table and
+        parameters must match."""
         root = Path(directory)
         try:
             state = json.loads((root / "state.json").read_text())
             earlier = pq.read_table(root / "earlier.parquet").column("key").to_numpy()
         except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
             raise ReleaseError(f"{root} is not a readable alpha-beta view state: {exc}") from exc
-        if state.get("format") != STATE_FORMAT or state.get("fingerprint") != fingerprint(table):
+        if state.get("format") != STATE_FORMAT or state.get("fingerprint") != self.fingerprint:
             raise ReleaseError(f"{root} holds the state of another table")
-        if state.get("parameters") != mechanism.parameter_values:
+        if state.get("parameters") != self.mechanism.parameter_values:
             raise ReleaseError(f"the views of this table were published with "
                                f"{state.get('parameters')}; later views must use the same "
                                f"parameters")
-        return cls(mechanism, table, published=int(state["published"]), earlier=earlier)
+        self.published, self.earlier = int(state["published"]), np.sort(earlier)
+        self._checked_view = 0
+        if self.published < self.mechanism.v:
+            self._check_next_view()
+        return self
 
 
 STATE_FORMAT = "ppdp-alphabeta-views-1"
@@ -649,21 +723,46 @@ def default_state_root() -> Path:
     return Path(base) / "ppdp"
 
 
-def state_directory(root: str | os.PathLike[str], table: Table) -> Path:
-    """The state of the views of ``table`` under ``root``: keyed by the table's tuples alone,
-    so that other parameters cannot start a fresh count (they are refused instead)."""
-    return Path(root) / f"alphabeta-{fingerprint(table)[:32]}"
+def state_directory(root: str | os.PathLike[str], table_fingerprint: str) -> Path:
+    """The state of the views of a table under ``root``, by the table's `fingerprint`: keyed
+    by the table's tuples alone, so that other parameters cannot start a fresh count (they are
+    refused instead)."""
+    return Path(root) / f"alphabeta-{table_fingerprint[:32]}"
 
 
-def fingerprint(table: Table) -> str:
+def fingerprint(table: Table | Source,
+                distinct: tuple[np.ndarray, np.ndarray] | None = None) -> str:
     """A digest of a table's tuples, to recognise the same data again: the published columns
     with their domains and the multiset of rows, whatever the column roles and the row order
-    (alpha-beta ignores roles, and a reordered copy is the same instance)."""
+    (alpha-beta ignores roles, and a reordered copy is the same instance).
+
+    The rows are hashed as their sorted tuple keys; from ``distinct`` (sorted keys and counts,
+    `distinct_tuples`), a source's are hashed by repeating each key, chunk by chunk, so a table
+    and a source of the same rows agree."""
     domain = TupleDomain.of(table.schema)
     columns = [[c, [str(v) for v in table.schema[c].domain]] for c in domain.columns]
     digest = hashlib.sha256(json.dumps(columns).encode())
-    digest.update(np.sort(domain.keys(table.codes)).astype(np.int64).tobytes())
+    if distinct is None and isinstance(table, Table):
+        digest.update(np.sort(domain.keys(table.codes)).astype(np.int64).tobytes())
+        return digest.hexdigest()
+    tuples, counts = distinct if distinct is not None else distinct_tuples(
+        table.batches(columns=domain.columns), domain)
+    for keys in _repeated(tuples, counts):
+        digest.update(keys.astype(np.int64).tobytes())
     return digest.hexdigest()
+
+
+def _repeated(keys: np.ndarray, counts: np.ndarray, size: int = 1 << 20) -> Iterator[np.ndarray]:
+    """``np.repeat(keys, counts)`` in pieces of at most ``size``, in order."""
+    ends = np.cumsum(counts)
+    total = int(ends[-1]) if len(ends) else 0
+    for low in range(0, total, size):
+        high = min(low + size, total)
+        first = int(np.searchsorted(ends, low, side="right"))
+        last = int(np.searchsorted(ends, high - 1, side="right"))
+        covered = np.arange(first, last + 1)
+        starts = np.maximum(ends[covered] - counts[covered], low)
+        yield np.repeat(keys[covered], np.minimum(ends[covered], high) - starts)
 
 
 def source_distribution(source: Source, domain: TupleDomain) -> list[np.ndarray]:
@@ -905,6 +1004,10 @@ class RankSpill:
 
     def remove(self) -> None:
         shutil.rmtree(self.directory)
+
+
+def _silent(stage: str, done: int, total: int) -> None:
+    return None
 
 
 def _reported(batches: Iterable[Batch], stage: str, total: int,
