@@ -223,7 +223,6 @@ class QuotaAssignment:
     def _find_thresholds(self) -> None:
         labels, m = self.counts.shape
         boundary = self._boundary
-        len(boundary["flat"])
         # A label that starts at position 0 starts before every row of its value; one that
         # starts after the last row, after every row of it.
         first = boundary["flat"] <= 0
@@ -248,22 +247,35 @@ class QuotaAssignment:
     def labels(self, start: int, codes: Mapping[str, np.ndarray]) -> np.ndarray:
         """Each row's label (call after both passes)."""
         assert self._thresholds is not None, "run both passes first"
-        keys_at, rows_at, offsets = self._thresholds
+        keys_at, _, offsets = self._thresholds
         values = np.asarray(self.value_of(codes), dtype=np.int64)
         keys = self._sort_key(values, self.stream.raw(start, len(values)))
-        rows = np.arange(start, start + len(values), dtype=np.int64)
+        first = offsets[values]
         # Thresholds of value v are sorted and below those of v + 1, so searching all of them
         # and subtracting v's offset counts v's thresholds below the row's key.
-        label = np.searchsorted(keys_at, keys, side="left") - offsets[values]
-        # Equal keys (rare): a threshold is passed when the row id is not below it.
+        label = np.searchsorted(keys_at, keys, side="left") - first
+        if len(keys_at):
+            # A key equal to the next threshold (rare: 64-bit keys) passes it when the row id
+            # is not below the threshold's; only those rows are looked at again.
+            tied = np.flatnonzero(keys_at[np.minimum(first + label, len(keys_at) - 1)] == keys)
+            if tied.size:
+                label[tied] = self._past_ties(values[tied], keys[tied], tied + start,
+                                              label[tied])
+        return label.astype(self.label_dtype)
+
+    def _past_ties(self, values: np.ndarray, keys: np.ndarray, rows: np.ndarray,
+                   label: np.ndarray) -> np.ndarray:
+        """Labels of rows whose key may equal thresholds of their value: each threshold with
+        an equal key and a row id not above the row's is passed."""
+        assert self._thresholds is not None
+        keys_at, rows_at, offsets = self._thresholds
         while True:
-            end = offsets[values + 1]
             index = offsets[values] + label
-            tied = (index < end)
+            tied = index < offsets[values + 1]
             tied[tied] = keys_at[index[tied]] == keys[tied]
             tied[tied] = rows[tied] >= rows_at[index[tied]]
             if not tied.any():
-                return label.astype(self.label_dtype)
+                return label
             label[tied] += 1
 
 
