@@ -102,10 +102,13 @@ def _spill(plan: RowPlan, source: Source, key: int, parts: int, spill: Path,
             part = part_of(ranks, parts).astype(np.min_scalar_type(parts))
             order = np.argsort(part, kind="stable")
             bounds = np.searchsorted(part[order], np.arange(parts + 1))
+            # One gather of the whole batch by part; each part's rows are then a slice.
+            batch = batch.take(order)
             for index in np.flatnonzero(np.diff(bounds)):
                 if index not in writers:
                     writers[index] = pa.ipc.new_file(spill / f"{index}.arrow", batch.schema)
-                writers[index].write_batch(batch.take(order[bounds[index]:bounds[index + 1]]))
+                writers[index].write_batch(batch.slice(bounds[index],
+                                                       bounds[index + 1] - bounds[index]))
             done += count
             report("publishing rows", done, source.n_rows)
     finally:
