@@ -3,11 +3,18 @@ comparison with Mondrian on Adult and FARS.
 
     python benchmarks/bench_ambiguity.py [--sizes 100000 300000 500000] [--repeats 3]
                                          [--skip-timing] [--skip-comparison]
+    python benchmarks/bench_ambiguity.py --scaling [--scaling-sizes 100000 1000000 10000000]
+                                         [--repeats 3]
 
 Timing: median wall time of Algorithm 2 (``Ambiguity.publish``) on Adult resampled to each N
 (sensitive occupation, the 8 other columns as quasi-identifiers) for alpha in {0.5, 0.2, 0.1}
 and the betas Adult's occupation admits (1/7, 1/5; the paper's 0.1 needs the most frequent
 occupation below 10 % of the rows, and Adult's holds 13.4 %).
+
+Scaling (``--scaling``, instead of the rest): the in-memory publish (groups and scheme) at
+alpha = 0.1, beta = 0.2 on Adult resampled to 10^5, 10^6 and 10^7 rows: median wall and CPU
+time and the median peak resident memory of the publish (Linux: the process's high-water
+mark, reset before each run, less the memory held before it).
 
 Comparison (Figures 8-9): average relative error of ambiguity and of Mondrian with
 l = k = ceil(1/beta), over 3 publications, for the paper's betas 0.1, 0.05, 0.025 and the
@@ -20,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gc
 import json
 import statistics
 import time
@@ -53,6 +61,41 @@ def timing(sizes: list[int], repeats: int) -> list[dict]:
                 print(f"N={n:>8,} alpha={alpha:<4} beta={beta:.3f}  "
                       f"{row['median_s']:6.2f} s  groups={row['groups']:,}  "
                       f"max presence={row['presence_max']:.3g}", flush=True)
+    return rows
+
+
+def resident_mb(field: str) -> float:
+    """A memory figure of this process from /proc/self/status (VmRSS, VmHWM), in MiB."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def scaling(sizes: list[int], repeats: int) -> list[dict]:
+    adult = ppdp.datasets.adult(sensitive="occupation")
+    rows = []
+    for n in sizes:
+        table = adult.resample(n, random_state=n)
+        walls, cpus, peaks = [], [], []
+        for repeat in range(repeats):
+            gc.collect()
+            before = resident_mb("VmRSS")
+            with open("/proc/self/clear_refs", "w") as clear:
+                clear.write("5")  # resets VmHWM to the current resident size
+            start, cpu = time.perf_counter(), time.process_time()
+            release = Ambiguity(alpha=0.1, beta=0.2).publish(table, random_state=repeat)
+            walls.append(time.perf_counter() - start)
+            cpus.append(time.process_time() - cpu)
+            peaks.append(resident_mb("VmHWM") - before)
+            del release
+        row = {"n": n, "alpha": 0.1, "beta": 0.2, "repeats": repeats,
+               "median_s": statistics.median(walls), "median_cpu_s": statistics.median(cpus),
+               "median_peak_mb": statistics.median(peaks), "wall_s": walls, "peak_mb": peaks}
+        rows.append(row)
+        print(f"N={n:>11,}  {row['median_s']:7.2f} s (cpu {row['median_cpu_s']:6.2f} s)  "
+              f"peak +{row['median_peak_mb']:7.0f} MiB", flush=True)
     return rows
 
 
@@ -90,10 +133,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-timing", action="store_true")
     parser.add_argument("--skip-comparison", action="store_true")
+    parser.add_argument("--scaling", action="store_true")
+    parser.add_argument("--scaling-sizes", type=int, nargs="+",
+                        default=[100_000, 1_000_000, 10_000_000])
     parser.add_argument("--output", type=Path,
                         default=Path(__file__).parent / "results" / "ambiguity")
     args = parser.parse_args()
     args.output.mkdir(parents=True, exist_ok=True)
+    if args.scaling:
+        rows = scaling(args.scaling_sizes, args.repeats)
+        (args.output / "scaling.json").write_text(json.dumps(rows, indent=2) + "\n")
+        return
     if not args.skip_timing:
         rows = timing(args.sizes, args.repeats)
         (args.output / "timing.json").write_text(json.dumps(rows, indent=2) + "\n")

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 import ppdp
 from ppdp import Estimate, GroupedEstimate, InfeasibleError, QueryError, SchemaError
 from ppdp.mechanisms import Ambiguity, AmbiguityRelease
+from ppdp.mechanisms import ambiguity as ambiguity_module
 from ppdp.mechanisms.ambiguity_groups import (
     ambiguity_groups,
     association_group_size,
@@ -776,6 +777,24 @@ def test_or_and_not_follow_inclusion_exclusion(seed: int) -> None:
             release, lambda row, one=first_conditions, two=second_conditions:
             holds(row, one) or holds(row, two))
         assert either == pytest.approx(sum(joined.values()), rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_scheme_tables_are_the_same_when_pairs_are_sorted(seed: int,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """The (group, value) pairs of AT_i and ST and the frequencies, found by marking a table
+    of the cells, are those found by sorting (the way for large domains): same values, same
+    order, same types."""
+    table, release = small_release(seed)
+    monkeypatch.setattr(ambiguity_module, "_DENSE_BYTES", 0)
+    sorted_release = Ambiguity(alpha=0.5, beta=0.25).publish(table, random_state=seed)
+    for q in release.quasi_identifiers:
+        for dense, by_sorting in zip(release.auxiliary[q], sorted_release.auxiliary[q],
+                                     strict=True):
+            np.testing.assert_array_equal(dense, by_sorting, strict=True)
+    for dense, by_sorting in zip(release.st, sorted_release.st, strict=True):
+        np.testing.assert_array_equal(dense, by_sorting, strict=True)
 
 
 # -- bad input --------------------------------------------------------------------------------

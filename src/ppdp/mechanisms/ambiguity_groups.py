@@ -25,13 +25,19 @@ touches a bounded candidate set and many groups are built side by side:
   windows of the other groups picking from it in the same step) and takes the row that adds
   the most: new values are weighted by ``log((m_i + 1) / m_i)``, so the pick maximises the
   product ``prod_i m_i``, i.e. minimises the presence probability (Algorithm 4's intent).
-  Rows examined but not taken return to the front of the queue.
+  Rows examined but not taken stay at the front of the queue.
+* **Queues in place.** The quasi-identifier values of the queued rows are kept in queue order
+  beside the rows, so a window is read from a few nearby stretches of memory, not from rows
+  scattered over the table. When u groups pick from one bucket, group r's window is every
+  u-th slot from the queue's head + r, and the row it takes trades places with its window's
+  first slot: the head's u slots then hold the rows taken, and a pick moves two slots, not
+  the window. A taken row keeps its slot, so a failed group can give its rows back.
 
 The guarantees do not depend on which candidate is taken: every group still takes each
 sensitive value once, has at least ``ceil(1/beta)`` rows and is closed only at presence <=
 alpha; residues are placed under the same checks as in the paper. A pick costs
-O(candidates * k) array work, and each group a bitmap row of the quasi-identifier values;
-a batch whose groups fail to reach alpha adds one pass over the bucket queues.
+O(candidates * k) array work, and each group a bitmap row of the quasi-identifier values
+while it is built; Step 3 looks up the rows of the groups it offers a row to.
 
 Feasibility should depend on the table, not on the random state. Algorithm 2 fails when a
 residue row fits no group; near the edge (the most frequent value in every group, and groups
@@ -51,6 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ppdp.errors import InfeasibleError
+from ppdp.table import code_dtype
 
 CANDIDATES = 16
 """Rows examined per pick (the bounded candidate set)."""
@@ -61,7 +68,7 @@ MAX_LANES = 4096
 _BITMAP_BYTES = 1 << 26
 _RESIDUE_ROUNDS = 8
 _CHECK_CELLS = 1 << 22
-"""(rows x groups x attributes) cells checked at once when a row tries every group."""
+"""(rows x groups x rows of a group) cells compared at once when a row tries every group."""
 _REPAIR_WINDOW = 1024
 """Candidate rows examined per move of the repair."""
 _CHECK_BLOCK = 32
@@ -134,24 +141,31 @@ class _Builder:
     def __init__(self, quasi: Sequence[np.ndarray], quasi_sizes: Sequence[int],
                  sensitive: np.ndarray, sensitive_size: int, alpha: float, size: int,
                  rng: np.random.Generator, candidates: int, max_lanes: int) -> None:
+        if not len(quasi):
+            raise ValueError("ambiguity groups need at least one quasi-identifier")
         self.n_rows = len(sensitive)
         self.alpha = alpha
         self.size = size
         self.rng = rng
         self.candidates = candidates
-        self.sensitive = np.asarray(sensitive, dtype=np.int64)
+        self.sensitive = np.asarray(sensitive)
         self.sensitive_size = sensitive_size
-        offsets = np.concatenate([[0], np.cumsum(quasi_sizes)[:-1]]).astype(np.int64)
-        self.n_values = int(np.sum(quasi_sizes)) if len(quasi_sizes) else 0
-        # Global value ids (attribute offset + code), one column per quasi-identifier.
-        self.values = (np.stack([np.asarray(q, dtype=np.int64) for q in quasi], axis=1)
-                       + offsets if len(quasi) else np.zeros((self.n_rows, 0), dtype=np.int64))
-        self.n_attributes = self.values.shape[1]
-        self.quasi_sizes = np.asarray(quasi_sizes, dtype=np.int64)
+        self.quasi = [np.asarray(q) for q in quasi]
+        self.n_attributes = len(quasi)
+        # Global value ids: attribute offset + code.
+        self.offsets = np.concatenate([[0], np.cumsum(quasi_sizes)[:-1]]).astype(np.int64)
+        self.n_values = int(np.sum(quasi_sizes))
         self.max_lanes = max(1, min(max_lanes, _BITMAP_BYTES // max(self.n_values, 1)))
         # Bucket queues: rows grouped by sensitive value, in random order within a value.
         order = rng.permutation(self.n_rows)
         self.pool = order[np.argsort(self.sensitive[order], kind="stable")]
+        # Each row's values as one item (a window is gathered item by item), in queue order.
+        self.value_dtype = code_dtype(max(self.n_values, 1))
+        values = np.empty((self.n_rows, self.n_attributes), dtype=self.value_dtype)
+        for i, q in enumerate(self.quasi):
+            values[:, i] = q
+        values += self.offsets.astype(self.value_dtype)
+        self.pool_tuples = values.view(np.dtype((np.void, values.strides[0])))[:, 0][self.pool]
         counts = np.bincount(self.sensitive, minlength=sensitive_size)
         self.counts = counts.astype(np.int64)
         self.bucket_start = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
@@ -160,6 +174,17 @@ class _Builder:
         self.group_of_rows = np.full(self.n_rows, -1, dtype=np.int64)
         self.n_groups = 0
         self.unplaced: list[np.ndarray] = []
+        # The rows (group after group), sizes and distinct counts of the groups of Step 2, for
+        # Step 3, so that it need not index every row's values to place a few. Allocated for
+        # the most groups there can be; only the pages written take memory.
+        self.grouped = 0
+        self.group_rows = np.empty(self.n_rows, dtype=np.int64)
+        self.group_size = np.empty(self.n_rows // size, dtype=np.int64)
+        self.group_distinct = np.empty((self.n_rows // size, self.n_attributes), dtype=np.int32)
+
+    def values_of(self, rows: np.ndarray | int) -> np.ndarray:
+        """The global value ids of rows (any shape), one per quasi-identifier on a last axis."""
+        return np.stack([q[rows] for q in self.quasi], axis=-1).astype(np.int64) + self.offsets
 
     # -- Step 0: can Algorithm 2 succeed at all? -------------------------------------------
 
@@ -191,8 +216,8 @@ class _Builder:
                 f"{frequency / self.n_rows:.4g}, that value's share")
         # Presence needs prod_i m_i >= |G| / alpha, and m_i <= min(|G|, d_i) with d_i the
         # values of attribute i present: a lower bound on the size of every group.
-        present_values = np.array([np.count_nonzero(np.bincount(self.values[:, i]))
-                                   for i in range(self.n_attributes)], dtype=np.float64)
+        present_values = np.array([np.count_nonzero(np.bincount(q)) for q in self.quasi],
+                                  dtype=np.float64)
         sizes = np.arange(self.size, present + 1)
         reach = presence_probability(sizes, np.minimum(sizes[:, None], present_values[None, :]))
         if not (reach <= self.alpha).any():
@@ -235,28 +260,31 @@ class _Builder:
                 return
             failed = self._build_batch(lanes)
             if len(failed) and final:
-                self.unplaced.append(failed)
+                self.unplaced.append(self.pool[failed])
             elif len(failed):
                 self._return_to_queues(failed)
                 per_group += 1
-            grouped = int(np.count_nonzero(self.group_of_rows >= 0))
             if self.n_groups:
-                per_group = max(per_group, math.ceil(grouped / self.n_groups))
+                per_group = max(per_group, math.ceil(self.grouped / self.n_groups))
 
-    def _return_to_queues(self, rows: np.ndarray) -> None:
-        """Put rows taken by failed groups back at the head of their buckets' queues."""
-        returned = np.zeros(self.n_rows, dtype=bool)
-        returned[rows] = True
-        buckets = self.sensitive[self.pool]
-        position = np.arange(self.n_rows)
-        consumed = position < (self.bucket_start + self.taken)[buckets]
-        # Within each bucket's consumed prefix, the returned rows move to its end.
-        slots = position[consumed]
-        key = buckets[consumed] * 2 + returned[self.pool[consumed]]
-        self.pool[slots] = self.pool[slots[np.argsort(key, kind="stable")]]
-        back = np.bincount(self.sensitive[rows], minlength=self.sensitive_size)
+    def _return_to_queues(self, slots: np.ndarray) -> None:
+        """Put the rows in ``slots`` (taken by failed groups) back at the head of their
+        buckets' queues."""
+        slots = np.sort(slots)
+        back = np.bincount(self.sensitive[self.pool[slots]], minlength=self.sensitive_size)
+        # Each head moves back over as many taken slots as the bucket gets rows back; rows
+        # given back from outside those slots trade places with the rows that stay taken
+        # inside them (both lists run bucket by bucket, as many of each per bucket).
+        uncovered = np.arange(len(slots)) + np.repeat(
+            self.bucket_start + self.taken - back - (np.cumsum(back) - back), back)
+        self._trade(slots[~np.isin(slots, uncovered)], uncovered[~np.isin(uncovered, slots)])
         self.taken -= back
         self.remaining += back
+
+    def _trade(self, slots: np.ndarray, others: np.ndarray) -> None:
+        """Swap the queue entries in ``slots`` with those in ``others`` (pairwise distinct)."""
+        for queue in (self.pool, self.pool_tuples):
+            queue[slots], queue[others] = queue[others], queue[slots]
 
     def _batch_lanes(self, per_group: int) -> int:
         """The most groups a batch can start with ``per_group`` rows each from distinct
@@ -274,7 +302,8 @@ class _Builder:
         return low
 
     def _build_batch(self, n_lanes: int) -> np.ndarray:
-        """Build ``n_lanes`` groups side by side; the rows of those that fail are returned."""
+        """Build ``n_lanes`` groups side by side; returns the queue slots of the rows of those
+        that fail."""
         plan = self._deal_buckets(n_lanes)
         state = _Lanes(n_lanes, self.n_attributes, self.n_values, self.sensitive_size,
                        self.size)
@@ -300,13 +329,18 @@ class _Builder:
             presence = presence_probability(state.count[needing], state.distinct[needing])
             needing = needing[presence > self.alpha]
         ok = ~failed
-        ids = self.n_groups + np.cumsum(ok) - 1
         filled = np.arange(state.members.shape[1])[None, :] < state.count[:, None]
-        rows = state.members[filled]
-        lane = np.broadcast_to(np.arange(n_lanes)[:, None], filled.shape)[filled]
-        self.group_of_rows[rows] = np.where(ok[lane], ids[lane], -1)
-        self.n_groups += int(ok.sum())
-        return rows[failed[lane]]
+        kept = np.broadcast_to(ok[:, None], filled.shape)[filled]
+        rows = state.members[filled][kept]
+        groups = slice(self.n_groups, self.n_groups + int(ok.sum()))
+        self.group_of_rows[rows] = np.repeat(np.arange(groups.start, groups.stop),
+                                             state.count[ok])
+        self.group_rows[self.grouped:self.grouped + len(rows)] = rows
+        self.group_size[groups] = state.count[ok]
+        self.group_distinct[groups] = state.distinct[ok]
+        self.grouped += len(rows)
+        self.n_groups = groups.stop
+        return state.slots[filled][~kept]
 
     def _deal_buckets(self, n_lanes: int) -> np.ndarray:
         """``plan[step, lane]``: the bucket each group picks from at each of ``size`` steps."""
@@ -336,37 +370,33 @@ class _Builder:
 
     def _pick(self, state: _Lanes, lanes: np.ndarray, buckets: np.ndarray) -> None:
         """One row for each of ``lanes`` from its bucket, the best of a candidate window."""
-        order = np.argsort(buckets, kind="stable")
-        lanes, buckets = lanes[order], buckets[order]
         rank = _rank_within(buckets)
         users = np.bincount(buckets, minlength=self.sensitive_size)
-        width = np.minimum(self.candidates, self.remaining // np.maximum(users, 1))[buckets]
-        head = self.bucket_start[buckets] + self.taken[buckets]
+        stride = users[buckets]
+        width = np.minimum(self.candidates, self.remaining[buckets] // stride)
+        first = self.bucket_start[buckets] + self.taken[buckets] + rank
         slots = np.arange(self.candidates)
-        position = head[:, None] + rank[:, None] * width[:, None] + slots[None, :]
-        valid = slots[None, :] < width[:, None]
-        position = np.where(valid, position, head[:, None])
-        rows = self.pool[position]
-        values = self.values[rows]
-        new = ~state.seen[lanes[:, None, None], values]
-        distinct = state.distinct[lanes].astype(np.float64)
-        weight = np.where(distinct > 0, np.log1p(1.0 / np.maximum(distinct, 1)), 1.0)
-        score = np.where(valid, (new * weight[:, None, :]).sum(axis=2), -1.0)
-        best = np.argmax(score, axis=1)
+        # Slots past a short window repeat its first, so they never win (argmax: first best).
+        position = np.where(slots < width[:, None], first[:, None] + slots * stride[:, None],
+                            first[:, None])
+        values = self.pool_tuples[position].view(self.value_dtype).reshape(
+            len(lanes), self.candidates, self.n_attributes)
         index = np.arange(len(lanes))
-        chosen = rows[index, best]
-        state.add(lanes, chosen, values[index, best], new[index, best], buckets)
-        # Taken rows move to the front of each bucket's examined region, then leave the queue;
-        # the examined rows not taken stay at the front for the next picks.
-        picked = np.zeros(position.shape, dtype=bool)
-        picked[index, best] = True
-        region = np.repeat(np.arange(len(lanes)), width)
-        flat_position = position[valid]
-        flat_picked = picked[valid]
-        bucket_of = buckets[region]
-        key = bucket_of * 2 + (~flat_picked)
-        arrangement = np.argsort(key, kind="stable")
-        self.pool[np.sort(flat_position)] = self.pool[flat_position[arrangement]]
+        if state.count[lanes].any():
+            # int32 suffices (lanes x values <= _BITMAP_BYTES) and makes the sum faster.
+            offset = (lanes * state.unseen.shape[1]).astype(np.int32)
+            new = np.take(state.unseen, values + offset[:, None, None])
+            distinct = state.distinct[lanes]
+            weight = np.where(distinct > 0, np.log1p(1.0 / np.maximum(distinct, 1)), 1.0)
+            score = np.matmul(new.astype(np.float32), weight.astype(np.float32)[:, :, None])
+            best = np.argmax(score[:, :, 0], axis=1)
+            new = new[index, best]
+        else:
+            # Every value is new to empty groups: all candidates score alike, take the first.
+            best = np.zeros(len(lanes), dtype=np.int64)
+            new = np.ones((len(lanes), self.n_attributes), dtype=bool)
+        self._trade(first, position[index, best])
+        state.add(lanes, self.pool[first], first, values[index, best], new, buckets)
         self.taken += users
         self.remaining -= users
 
@@ -399,8 +429,7 @@ class _Builder:
                 f"no group of {self.size} or more rows with distinct values of {name!r} "
                 f"reaches presence <= alpha={self.alpha:g}; raise alpha, or add "
                 f"quasi-identifiers")
-        index = _GroupIndex(self.group_of_rows, self.n_groups, self.values, self.sensitive,
-                            self.attribute_of_value, self.sensitive_size)
+        index = _GroupIndex(self)
         pending = residue[self.rng.permutation(len(residue))]
         # A value held by every group (groups hold a value at most once, so its grouped rows
         # count the groups holding it) leaves its rows no group to join: straight to repair.
@@ -416,7 +445,7 @@ class _Builder:
             pending = self._join(index, pending, groups)
         # Then every group that lacks the row's value, value by value (rows of one value
         # compete for the same groups), in chunks of rows that keep the (rows x groups x
-        # attributes) arrays bounded. A row that fits no group at all is repaired below.
+        # rows of a group) arrays bounded. A row that fits no group at all is repaired below.
         for value in np.unique(self.sensitive[pending]):
             rows = pending[self.sensitive[pending] == value]
             while len(rows):
@@ -428,10 +457,10 @@ class _Builder:
                 if not len(groups):
                     stuck.append(rows)
                     break
-                chunk = max(1, _CHECK_CELLS // (len(groups) * max(self.n_attributes, 1)))
+                chunk = max(1, _CHECK_CELLS // (len(groups) * index.width))
                 batch = rows[:chunk]
                 every = np.broadcast_to(groups, (len(batch), len(groups)))
-                fits, new = index.fits(every, batch, self.values, self.sensitive, self.alpha)
+                fits, new = index.fits(every, batch)
                 has = fits.any(axis=1)
                 stuck.append(batch[~has])
                 left_over = self._place(index, batch[has], every[has], fits[has], new[has],
@@ -442,18 +471,13 @@ class _Builder:
             _Repair(self).run(stuck_rows, len(residue), name, domain)
         return len(residue)
 
-    @property
-    def attribute_of_value(self) -> np.ndarray:
-        """The quasi-identifier of each global value id."""
-        return np.repeat(np.arange(self.n_attributes), self.quasi_sizes)
-
     def _join(self, index: _GroupIndex, rows: np.ndarray, groups: np.ndarray) -> np.ndarray:
         """Each row joins the first of its candidate groups (axis 1) that it fits, at most one
         row per group (a group's presence changes once a row joins it); returns the rows that
         joined none."""
         if not len(rows):
             return rows
-        fits, new = index.fits(groups, rows, self.values, self.sensitive, self.alpha)
+        fits, new = index.fits(groups, rows)
         return self._place(index, rows, groups, fits, new)
 
     def _place(self, index: _GroupIndex, rows: np.ndarray, groups: np.ndarray,
@@ -468,8 +492,7 @@ class _Builder:
         joining, target = rows[has], groups[has, first[has]]
         gains = new[has, first[has]]
         _, keep = np.unique(target, return_index=True)
-        index.add(target[keep], self.values[joining[keep]], self.sensitive[joining[keep]],
-                  gains[keep])
+        index.add(target[keep], joining[keep], gains[keep])
         self.group_of_rows[joining[keep]] = target[keep]
         placed = np.zeros(len(rows), dtype=bool)
         placed[np.flatnonzero(has)[keep]] = True
@@ -517,14 +540,11 @@ class _Repair:
 
     def _members(self, groups: np.ndarray) -> np.ndarray:
         """The rows of Step 2 groups, one group per line, -1 beyond a group's size."""
-        width = int(self.count[groups].max(initial=1))
-        slots = np.arange(width)[None, :]
-        index = np.minimum(self.start[groups][:, None] + slots, len(self.order) - 1)
-        return np.where(slots < self.count[groups][:, None], self.order[index], -1)
+        return _segments(self.order, self.start, self.count, groups)
 
     def _distinct(self, members: np.ndarray) -> np.ndarray:
         """Distinct values of each quasi-identifier among each line's rows (-1: no row)."""
-        values = np.where(members[:, :, None] >= 0, self.b.values[np.maximum(members, 0)], -1)
+        values = np.where(members[:, :, None] >= 0, self.b.values_of(members), -1)
         values = np.sort(values, axis=1)
         changes = (values[:, 1:] != values[:, :-1]) & (values[:, 1:] >= 0)
         return changes.sum(axis=1) + (values[:, 0] >= 0)
@@ -693,13 +713,13 @@ class _NewGroup:
     def score(self, rows: np.ndarray) -> np.ndarray:
         """Algorithm 4's pick: new values weighted by ``log((m_i + 1) / m_i)``, so the best
         row maximises ``prod_i m_i`` (minimises presence)."""
-        new = self.times[self.b.values[rows]] == 0
+        new = self.times[self.b.values_of(rows)] == 0
         weight = np.where(self.distinct > 0, np.log1p(1.0 / np.maximum(self.distinct, 1)), 1.0)
         return (new * weight[None, :]).sum(axis=1)
 
     def trade_gain(self, members: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """``log prod_i m_i`` gained by trading each member for the row beside it."""
-        out, into = self.b.values[members], self.b.values[rows]
+        out, into = self.b.values_of(members), self.b.values_of(rows)
         lost = self.times[out] == 1
         gained = (self.times[into] - (into == out)) == 0
         after = self.distinct[None, :] - lost + gained
@@ -707,7 +727,7 @@ class _NewGroup:
                                                                             1)).sum()
 
     def add(self, row: int) -> None:
-        values = self.b.values[row]
+        values = self.b.values_of(row)
         self.distinct += self.times[values] == 0
         self.times[values] += 1
         value = self.b.sensitive[row]
@@ -717,7 +737,7 @@ class _NewGroup:
         self.b.group_of_rows[row] = self.id
 
     def remove(self, row: int) -> None:
-        values = self.b.values[row]
+        values = self.b.values_of(row)
         self.times[values] -= 1
         self.distinct -= self.times[values] == 0
         value = self.b.sensitive[row]
@@ -730,7 +750,7 @@ class _NewGroup:
         its value and stays within alpha."""
         if self.holds[self.b.sensitive[row]]:
             return False
-        if self.presence(1, self.times[self.b.values[row]] == 0) > self.b.alpha:
+        if self.presence(1, self.times[self.b.values_of(row)] == 0) > self.b.alpha:
             return False
         self.add(row)
         return True
@@ -741,72 +761,90 @@ class _Lanes:
 
     def __init__(self, n_lanes: int, n_attributes: int, n_values: int, sensitive_size: int,
                  size: int) -> None:
-        self.seen = np.zeros((n_lanes, max(n_values, 1)), dtype=bool)
+        self.unseen = np.ones((n_lanes, max(n_values, 1)), dtype=bool)
+        """Whether each value is new to each group."""
         self.holds = np.zeros((n_lanes, sensitive_size), dtype=bool)
         self.distinct = np.zeros((n_lanes, n_attributes), dtype=np.int64)
         self.count = np.zeros(n_lanes, dtype=np.int64)
         self.members = np.zeros((n_lanes, size), dtype=np.int64)
+        self.slots = np.zeros((n_lanes, size), dtype=np.int64)
+        """The queue slot of each member (a taken row keeps its slot)."""
 
-    def add(self, lanes: np.ndarray, rows: np.ndarray, values: np.ndarray, new: np.ndarray,
-            buckets: np.ndarray) -> None:
+    def add(self, lanes: np.ndarray, rows: np.ndarray, slots: np.ndarray, values: np.ndarray,
+            new: np.ndarray, buckets: np.ndarray) -> None:
         if self.count[lanes].max(initial=0) >= self.members.shape[1]:
             self.members = np.concatenate([self.members, np.zeros_like(self.members)], axis=1)
+            self.slots = np.concatenate([self.slots, np.zeros_like(self.slots)], axis=1)
         self.members[lanes, self.count[lanes]] = rows
+        self.slots[lanes, self.count[lanes]] = slots
         self.count[lanes] += 1
-        self.seen[lanes[:, None], values] = True
+        self.unseen.reshape(-1)[lanes[:, None] * self.unseen.shape[1] + values] = False
         self.distinct[lanes] += new
         self.holds[lanes, buckets] = True
 
 
 class _GroupIndex:
-    """Which groups hold which values, sizes and distinct counts, for Step 3."""
+    """The groups of Step 2 for Step 3: their rows, sizes and distinct counts as built, and
+    the rows Step 3 adds to them."""
 
-    def __init__(self, group_of_rows: np.ndarray, n_groups: int, values: np.ndarray,
-                 sensitive: np.ndarray, attribute_of_value: np.ndarray,
-                 sensitive_size: int) -> None:
-        grouped = group_of_rows >= 0
-        groups = group_of_rows[grouped]
-        self.n_values = max(len(attribute_of_value), 1)
-        self.sensitive_size = sensitive_size
-        value_keys = sorted_unique((groups[:, None] * self.n_values + values[grouped]).ravel())
-        self.value_keys = _KeySet(value_keys)
-        self.held_keys = _KeySet(sorted_unique(groups * sensitive_size + sensitive[grouped]))
-        self.size = np.bincount(groups, minlength=n_groups).astype(np.int64)
-        self.distinct = np.zeros((n_groups, values.shape[1]), dtype=np.int64)
-        np.add.at(self.distinct, (value_keys // self.n_values,
-                                  attribute_of_value[value_keys % self.n_values]), 1)
+    def __init__(self, builder: _Builder) -> None:
+        self.b = builder
+        self.rows = builder.group_rows[:builder.grouped]
+        self.count = builder.group_size[:builder.n_groups]
+        self.start = np.cumsum(self.count) - self.count
+        self.width = int(self.count.max(initial=1))
+        self.size = self.count.copy()
+        self.distinct = builder.group_distinct[:builder.n_groups]
+        # Step 3's additions as keys group * n_values + value and group * n_sensitive + value.
+        self.added_values = _KeySet()
+        self.added_held = _KeySet()
 
-    def fits(self, groups: np.ndarray, rows: np.ndarray, values: np.ndarray,
-             sensitive: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    def fits(self, groups: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each row (axis 0) and candidate group (axis 1): whether the row may join it,
         and which of the row's values would be new to it."""
-        lacks = ~self.held_keys.contains(groups * self.sensitive_size
-                                         + sensitive[rows][:, None])
-        new = ~self.value_keys.contains(groups[:, :, None] * self.n_values
-                                        + values[rows][:, None, :])
-        presence = presence_probability(self.size[groups] + 1, self.distinct[groups] + new)
-        return lacks & (presence <= alpha), new
+        b = self.b
+        members = _segments(self.rows, self.start, self.count, groups)
 
-    def add(self, groups: np.ndarray, values: np.ndarray, sensitive: np.ndarray,
-            new: np.ndarray) -> None:
+        def held(column: np.ndarray) -> np.ndarray:
+            """Whether each group's rows of Step 2 hold the row's value of the column."""
+            return ((column[members] == column[rows][:, None, None]) & (members >= 0)).any(axis=2)
+
+        lacks = ~(held(b.sensitive) | self.added_held.contains(
+            groups * b.sensitive_size + b.sensitive[rows][:, None]))
+        new = ~(np.stack([held(q) for q in b.quasi], axis=-1) | self.added_values.contains(
+            groups[:, :, None] * b.n_values + b.values_of(rows)[:, None, :]))
+        presence = presence_probability(self.size[groups] + 1, self.distinct[groups] + new)
+        return lacks & (presence <= b.alpha), new
+
+    def add(self, groups: np.ndarray, rows: np.ndarray, new: np.ndarray) -> None:
+        """Each row joins its group (distinct groups); ``new``: its values new to the group."""
+        b = self.b
         self.size[groups] += 1
         self.distinct[groups] += new
-        self.value_keys.add((groups[:, None] * self.n_values + values)[new])
-        self.held_keys.add(groups * self.sensitive_size + sensitive)
+        self.added_values.add((groups[:, None] * b.n_values + b.values_of(rows))[new])
+        self.added_held.add(groups * b.sensitive_size + b.sensitive[rows])
 
 
 class _KeySet:
-    """A set of int64 keys: a large sorted array plus a small sorted array of additions."""
+    """A set of int64 keys, as a sorted array (Step 3 adds few)."""
 
-    def __init__(self, keys: np.ndarray) -> None:
-        self.base = keys
-        self.added = np.zeros(0, dtype=np.int64)
+    def __init__(self) -> None:
+        self.keys = np.zeros(0, dtype=np.int64)
 
     def contains(self, keys: np.ndarray) -> np.ndarray:
-        return _member(self.base, keys) | _member(self.added, keys)
+        return _member(self.keys, keys)
 
     def add(self, keys: np.ndarray) -> None:
-        self.added = sorted_unique(np.concatenate([self.added, keys.ravel()]))
+        self.keys = sorted_unique(np.concatenate([self.keys, keys.ravel()]))
+
+
+def _segments(rows: np.ndarray, start: np.ndarray, count: np.ndarray, groups: np.ndarray
+              ) -> np.ndarray:
+    """The rows of groups stored as segments ``rows[start[g] : start[g] + count[g]]``, along a
+    new last axis, -1 beyond a group's size."""
+    slots = np.arange(int(count[groups].max(initial=1)))
+    index = np.minimum(start[groups][..., None] + slots, len(rows) - 1)
+    return np.where(slots < count[groups][..., None], rows[index], -1)
 
 
 def _member(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
