@@ -21,6 +21,16 @@ def private_state_dir(tmp_path_factory: pytest.TempPathFactory,
     return folder
 
 
+@pytest.fixture(autouse=True)
+def private_cache_dir(tmp_path_factory: pytest.TempPathFactory,
+                      monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test keeps the summaries of loaded releases in a cache folder of its own, never
+    in the user's home (and never one left by another test)."""
+    folder = tmp_path_factory.mktemp("ppdp-cache")
+    monkeypatch.setenv("PPDP_CACHE_DIR", str(folder))
+    return folder
+
+
 @pytest.fixture(scope="session")
 def shared_datasets() -> Path:
     """The ``shared/datasets`` folder beside the project (skips the test when it is absent)."""

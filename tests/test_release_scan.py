@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,6 +58,15 @@ GROUPED = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def cache_directory(tmp_path_factory: pytest.TempPathFactory,
+                    monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A summary cache of these tests' own, shared by them (loads after the first read it)."""
+    directory = tmp_path_factory.getbasetemp() / "ppdp-cache"
+    monkeypatch.setenv("PPDP_CACHE_DIR", str(directory))
+    return directory
+
+
 @pytest.fixture(scope="module")
 def adult() -> Table:
     return ppdp.datasets.adult(sensitive="occupation")
@@ -99,12 +109,18 @@ def test_rows_are_read_only_when_asked_for(published: tuple[Release, Path]) -> N
         np.testing.assert_array_equal(loaded.subtable, release.subtable)  # type: ignore[attr-defined]
 
 
-def test_conditions_evaluated_in_batches_when_tables_are_too_large(
-        published: tuple[Release, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("summary", [True, False], ids=["summary", "no-summary"])
+def test_conditions_too_large_for_a_table(published: tuple[Release, Path], summary: bool,
+                                          tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Evaluated on the distinct rows of the summary, or else on batches of rows."""
     release, path = published
+    monkeypatch.setenv("PPDP_CACHE_DIR", str(tmp_path / "cache"))
+    if not summary:
+        monkeypatch.setattr(ppdp.query, "MAX_SUMMARY_ROWS", 100)
     loaded = load_release(path)
     # Tables of more than 200 cells are not built: conditions over age (72 values) and any
-    # other column are evaluated on batches of 4,096 rows, in memory on the rows.
+    # other column are evaluated on the summary's distinct rows, or on batches of 4,096 rows.
     monkeypatch.setattr(ppdp.query, "MAX_CUBE_CELLS", 200)
     monkeypatch.setattr(ppdp.query, "SCAN_BATCH_ROWS", 4096)
     batches: list[int] = []
@@ -121,12 +137,18 @@ def test_conditions_evaluated_in_batches_when_tables_are_too_large(
     assert_same_answers(loaded, release, queries)
     grouped = "SELECT COUNT(*) FROM t WHERE age > 60 OR race = 'Other' GROUP BY sex"
     assert loaded.count(grouped) == release.count(grouped)
-    assert max(batches) == 4096 and sum(batches) % release.n_rows == 0
+    if summary:
+        assert not batches
+    else:
+        assert max(batches) == 4096 and sum(batches) % release.n_rows == 0
 
 
 def test_count_all_reuses_the_contingency_tables(published: tuple[Release, Path],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     release, path = published
+    # Without the summary of distinct rows: the tables come from passes over the files.
+    monkeypatch.setattr(ppdp.query, "MAX_SUMMARY_ROWS", 100)
+    monkeypatch.setenv("PPDP_CACHE_DIR", "")
     loaded = load_release(path)
     cube = loaded._cube  # type: ignore[attr-defined]
     passes: list[object] = []
@@ -161,6 +183,8 @@ def test_many_queries_are_counted_in_a_few_passes(published: tuple[Release, Path
                                                   adult: Table,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     release, path = published
+    monkeypatch.setattr(ppdp.query, "MAX_SUMMARY_ROWS", 100)
+    monkeypatch.setenv("PPDP_CACHE_DIR", "")
     loaded = load_release(path)
     cube = loaded._cube  # type: ignore[attr-defined]
     passes: list[object] = []
@@ -358,6 +382,226 @@ def test_files_replaced_after_loading_are_refused(adult: Table, tmp_path: Path) 
         loaded.count("age > 40 AND sex = 'Female'")
     with pytest.raises(ReleaseError, match="replaced or removed"):
         loaded.codes  # type: ignore[attr-defined]  # noqa: B018
+
+
+# -- the summary of distinct rows, and its cache ---------------------------------------------
+
+
+def summary_passes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record every pass a ScanCube makes over its files to check and summarize them."""
+    passes: list[int] = []
+    summarize = ScanCube._summarize
+    monkeypatch.setattr(ScanCube, "_summarize",
+                        lambda self: passes.append(1) or summarize(self))
+    return passes
+
+
+def distinct_counts(codes: dict[str, np.ndarray], names: list[str],
+                    counts: np.ndarray | None = None) -> dict[tuple[int, ...], int]:
+    """Each distinct combination of values of these columns, with its rows (or counts)."""
+    stacked = np.stack([codes[name].astype(np.int64) for name in names], axis=1)
+    rows, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    totals = np.bincount(inverse.reshape(-1), weights=counts, minlength=len(rows))
+    return {tuple(map(int, row)): int(n) for row, n in zip(rows, totals, strict=True)}
+
+
+def test_the_cache_holds_only_the_published_rows_distinct_counts(
+        published: tuple[Release, Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing private: every array kept is counted from the published rows alone."""
+    release, path = published
+    monkeypatch.setenv("PPDP_CACHE_DIR", str(tmp_path))
+    cube = load_release(path)._cube  # type: ignore[attr-defined]
+    codes = dict(release.codes)  # type: ignore[attr-defined]
+    if "subtable" in cube.domains:
+        codes["subtable"] = release.subtable  # type: ignore[attr-defined]
+    [entry] = tmp_path.glob("*.npz")
+    with np.load(entry) as arrays:
+        stored = {name: arrays[name] for name in arrays.files}
+    summaries = sum(name.startswith("counts") for name in stored)
+    # One summary per column, and one over them all (Adult's rows are few enough).
+    assert summaries == len(cube.domains) + 1
+    kept = {"digest"}
+    for i in range(summaries):
+        names = [str(c) for c in stored[f"columns{i}"]]
+        columns = {name: stored[f"codes{i}_{j}"] for j, name in enumerate(names)}
+        assert distinct_counts(columns, names, stored[f"counts{i}"]) == \
+            distinct_counts(codes, names)
+        kept |= {f"columns{i}", f"counts{i}", *(f"codes{i}_{j}" for j in range(len(names)))}
+    assert set(stored) == kept
+
+
+def test_a_second_load_reads_the_check_from_the_cache(
+        published: tuple[Release, Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    release, path = published
+    monkeypatch.setenv("PPDP_CACHE_DIR", str(tmp_path / "cache"))
+    passes = summary_passes(monkeypatch)
+    load_release(path)
+    loaded = load_release(path)
+    # A copy holds the same bytes: the cache is named by the files' digests, not their paths.
+    copied = load_release(copy_release(path, tmp_path / "copy"))
+    assert len(passes) == 1
+    assert_same_answers(loaded, release, QUERIES)
+    assert_same_answers(copied, release, QUERIES[:4])
+    for query in GROUPED:
+        assert loaded.count(query) == release.count(query), query
+
+
+def cached_release(in_parts: dict[str, tuple[Release, Path]], name: str, cache: Path,
+                   monkeypatch: pytest.MonkeyPatch) -> tuple[Release, Path, Path]:
+    """A release in parts, its cache file written by loading it once."""
+    release, path = in_parts[name]
+    monkeypatch.setenv("PPDP_CACHE_DIR", str(cache))
+    load_release(path)
+    [entry] = cache.glob("*.npz")
+    return release, path, entry
+
+
+@pytest.mark.parametrize("damage", ["truncated", "edited", "outside", "total", "foreign"])
+def test_a_damaged_cache_file_is_ignored(in_parts: dict[str, tuple[Release, Path]],
+                                         damage: str, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    release, path, entry = cached_release(in_parts, "sdr", tmp_path / "cache", monkeypatch)
+    with np.load(entry) as stored:
+        arrays = {name: stored[name] for name in stored.files if name != "digest"}
+    full = max(range(len(arrays)), key=lambda i: len(arrays.get(f"columns{i}", ())))
+    if damage == "truncated":
+        entry.write_bytes(entry.read_bytes()[:-100])
+    elif damage == "foreign":  # another release's summaries under this release's name
+        other = cached_release(in_parts, "dbr", tmp_path / "other", monkeypatch)[2]
+        entry.write_bytes(other.read_bytes())
+        monkeypatch.setenv("PPDP_CACHE_DIR", str(entry.parent))
+    else:
+        counts = arrays[f"counts{full}"]
+        if damage == "outside":  # a value outside its domain (race has 5)
+            j = list(arrays[f"columns{full}"]).index("race")
+            arrays[f"codes{full}_{j}"][0] = 7
+        elif damage == "total":  # counts that do not add up to the release's rows
+            counts[0] += 1
+        else:  # counts swapped: consistent, caught by the file's digest only
+            low, high = counts.argmin(), counts.argmax()
+            counts[[low, high]] = counts[[high, low]]
+        # Only an edit that also recomputes the file's digest reaches the consistency checks.
+        digest = ppdp.query._arrays_digest(entry.stem, arrays) if damage != "edited" else "x"
+        np.savez(entry, **arrays, digest=np.asarray(digest))
+    passes = summary_passes(monkeypatch)
+    loaded = load_release(path)
+    assert len(passes) == 1
+    assert_same_answers(loaded, release, QUERIES[:5])
+
+
+def test_a_crafted_part_is_checked_despite_the_cache(in_parts: dict[str, tuple[Release, Path]],
+                                                     tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A part replaced (digests recomputed) has other bytes: the cache of the original does
+    not apply to it."""
+    path = cached_release(in_parts, "dbr", tmp_path / "cache", monkeypatch)[1]
+    path = copy_release(path, tmp_path / "dbr")
+    rows = pq.read_table(path / "rows-00001.parquet")
+    race = rows.column("race").combine_chunks().dictionary_decode().to_pylist()
+    race[3] = "Martian"
+    column = rows.column_names.index("race")
+    rewrite_file(path, "rows-00001.parquet",
+                 rows.set_column(column, "race", pa.array(race).dictionary_encode()))
+    with pytest.raises(ReleaseError, match="'race' holds values outside"):
+        load_release(path)
+
+
+def test_a_cache_directory_others_may_write_is_not_used(
+        in_parts: dict[str, tuple[Release, Path]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    release, path = in_parts["uniform"]
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("PPDP_CACHE_DIR", str(shared))
+    passes = summary_passes(monkeypatch)
+    load_release(path)
+    monkeypatch.setenv("PPDP_CACHE_DIR", "")  # no cache at all
+    loaded = load_release(path)
+    assert len(passes) == 2 and not any(shared.iterdir())
+    assert_same_answers(loaded, release, QUERIES[:4])
+
+
+def test_only_verified_files_are_cached(in_parts: dict[str, tuple[Release, Path]],
+                                        cache_directory: Path, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ScanCube built outside load_release knows no digests: it reads, keeps nothing."""
+    release, path = in_parts["dbr"]
+    monkeypatch.setenv("PPDP_CACHE_DIR", str(tmp_path))
+    cube = ppdp.release.scan_rows(release.schema, sorted(path.glob("rows-*.parquet")),
+                                  release.n_rows)
+    assert cube.histogram(["sex"]).sum() == release.n_rows
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_cache_keeps_the_most_recently_used(in_parts: dict[str, tuple[Release, Path]],
+                                                tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PPDP_CACHE_DIR", str(tmp_path))
+    load_release(in_parts["dbr"][1])
+    [first] = tmp_path.glob("*.npz")
+    load_release(in_parts["frapp"][1])
+    load_release(in_parts["dbr"][1])  # read again: the most recently used
+    monkeypatch.setattr(ppdp.query, "MAX_CACHE_BYTES", first.stat().st_size + 1)
+    ppdp.query._trim_cache(tmp_path)
+    assert list(tmp_path.glob("*.npz")) == [first]
+
+
+def hashed_files(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the name of every file load_release hashes."""
+    hashed: list[str] = []
+    digests = ppdp.release.file_digests
+    monkeypatch.setattr(ppdp.release, "file_digests", lambda paths: hashed.extend(
+        path.name for path in paths) or digests(paths))
+    return hashed
+
+
+def test_files_verified_before_and_unchanged_are_not_hashed_again(
+        in_parts: dict[str, tuple[Release, Path]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    release, source = in_parts["uniform"]
+    path = copy_release(source, tmp_path / "uniform")
+    hashed = hashed_files(monkeypatch)
+    load_release(path)
+    assert sorted(hashed) == sorted(p.name for p in path.glob("*.parquet"))
+    hashed.clear()
+    loaded = load_release(path)
+    assert not hashed
+    assert_same_answers(loaded, release, QUERIES[:4])
+    # Rewritten in place with its modification time put back: its status-change time moved.
+    part = path / "rows-00001.parquet"
+    before = part.stat()
+    data = bytearray(part.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    part.write_bytes(bytes(data))
+    os.utime(part, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with pytest.raises(ReleaseError, match=r"rows-00001\.parquet does not match the digest"):
+        load_release(path)
+    assert hashed == ["rows-00001.parquet"]
+
+
+def test_a_damaged_record_of_verified_files_is_ignored(
+        in_parts: dict[str, tuple[Release, Path]], cache_directory: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    path = copy_release(in_parts["dbr"][1], tmp_path / "dbr")
+    load_release(path)
+    for record in cache_directory.glob("*.json"):
+        record.write_text(record.read_text()[:-20])
+    hashed = hashed_files(monkeypatch)
+    load_release(path)
+    assert sorted(hashed) == sorted(p.name for p in path.glob("*.parquet"))
+
+
+def test_codes_pack_into_few_int64_keys_and_back() -> None:
+    rng = np.random.default_rng(1)
+    sizes = [2**31, 3, 2**31, 1, 70_000, 2]
+    codes = [rng.integers(0, size, 1000) for size in sizes]
+    keys = ppdp.query.pack_codes(codes, sizes)
+    assert len(keys) == 2 and all(key.dtype == np.int64 for key in keys)
+    for unpacked, original in zip(ppdp.query.unpack_codes(keys, sizes), codes, strict=True):
+        np.testing.assert_array_equal(unpacked, original)
 
 
 @pytest.mark.parametrize(("installed", "available"), [

@@ -4,16 +4,21 @@ count queries are answered from it.
 A release directory holds ``release.json`` (format version, mechanism, public parameters,
 schema and declared domains, file list, SHA-256 digests of every file and of itself) and one or
 more Parquet files. It is staged beside the target and committed atomically (`ppdp.storage`);
-loading verifies every digest before reading a file. The digests catch accidents, swapped files
-and careless edits; they are not a signature (anyone can recompute them).
+loading verifies every digest before reading a file (files verified before and unchanged since,
+same inode, size, modification and status-change times, are not hashed again: see
+`_verify_digests`). The digests catch accidents, swapped files and careless edits; they are not
+a signature (anyone can recompute them).
 
 A table may be written in parts (``files`` then lists their names, in order). Releases that
 publish rows (`RowsRelease`, and the perturbation releases) are loaded lazily when Polars
-(1.31 or later) is installed: their rows stay in the Parquet files, checked once on loading,
-and counts come from streaming aggregations over them (`ppdp.query.ScanCube`), so a release
-of 10^9 rows answers in a few passes over its files with memory for contingency tables only.
-Its directory must stay in place while it is used (files replaced or removed since loading
-are refused). Other releases are read into memory, their parts concatenated.
+(1.31 or later) is installed: their rows stay in the Parquet files, checked once on loading by
+a pass that also counts their distinct rows, and counts come from those (or, when there are
+too many, from streaming aggregations over the files): see `ppdp.query.ScanCube`. What that
+pass finds is kept in the user's cache directory by the files' digests, so that loading the
+release again reads no row: a release of 10^9 rows takes minutes to load the first time, then
+a few seconds, and answers a query in milliseconds. Its directory must stay in place while it
+is used (files replaced or removed since loading are refused). Other releases are read into
+memory, their parts concatenated.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -37,12 +43,15 @@ from ppdp.errors import ReleaseError, SchemaError
 from ppdp.query import (
     BoundQuery,
     Cube,
+    FileIdentity,
     Query,
     ScanCube,
     bind,
+    cache_directory,
     count_histogram,
     encode_values,
     scan_engine_available,
+    write_cache_file,
 )
 from ppdp.storage import commit_directory, staged_directory
 from ppdp.table import Schema, Table
@@ -50,6 +59,9 @@ from ppdp.table import Schema, Table
 FORMAT_NAME = "ppdp-release"
 FORMAT_VERSION = 2
 METADATA_FILE = "release.json"
+VERIFIED_FORMAT = 1
+"""Version of the files remembering verified digests in the user's cache; others are
+ignored."""
 
 Z95 = 1.959963984540054
 
@@ -420,12 +432,7 @@ def load_release(directory: str | os.PathLike[str]) -> Release:
     for name in digests:
         if Path(name).name != name or not (root / name).is_file():
             raise ReleaseError(f"{root} is missing its data file {name!r}")
-    names = list(digests)
-    for name, actual in zip(names, file_digests([root / n for n in names]), strict=True):
-        if actual != digests[name]:
-            raise ReleaseError(f"{root / name} does not match the digest in {METADATA_FILE} "
-                               f"(replaced or damaged); the release cannot be trusted: publish "
-                               f"it again")
+    identities = _verify_digests(root, digests, metadata["metadata_digest"])
     try:
         release_class = Release.registry[metadata["mechanism"]]
     except (KeyError, TypeError):
@@ -458,17 +465,63 @@ def load_release(directory: str | os.PathLike[str]) -> Release:
         except pa.ArrowException as exc:
             raise ReleaseError(f"{root} does not match its {METADATA_FILE}: the parts of "
                                f"{stem!r} have different columns: {_first_line(exc)}") from exc
+    verified = _VERIFIED_DIGESTS.set(dict(zip(identities, digests.values(), strict=True)))
     try:
         release = release_class._from_files(schema, parameters, n_rows, tables, scans) \
             if scans else release_class._from_tables(schema, parameters, n_rows, tables)
     except Exception as exc:  # any failure to rebuild means the files disagree
         raise ReleaseError(f"{root} does not match its {METADATA_FILE}: "
                            f"{_first_line(exc) or type(exc).__name__}") from exc
+    finally:
+        _VERIFIED_DIGESTS.reset(verified)
     release.name = root.resolve().name
     if len(part_rows.get("rows", ())) > 1:
         # Saved again, the rows keep their parts.
         release.part_rows = part_rows["rows"]
     return release
+
+
+def _verify_digests(root: Path, digests: Mapping[str, str], release_digest: str
+                    ) -> list[FileIdentity]:
+    """Check every file of a release against its SHA-256 digest; their identities, taken
+    before hashing (a file replaced meanwhile does not inherit the digest).
+
+    Hashing costs about a second per GB and core, so files already verified whose inode,
+    size, modification and status-change times are unchanged are not hashed again: they are
+    remembered in the user's cache (`ppdp.query.cache_directory`), per release and directory.
+    Any write to a file, and any reset of its modification time, moves its status-change time,
+    which no user can set; so this is as safe as hashing, short of someone who may write to
+    the cache. Only on POSIX systems, where the status-change time is that."""
+    names = list(digests)
+    paths = [root / name for name in names]
+    stats = [os.stat(path) for path in paths]
+    states = [(s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns) for s in stats]
+    memo = f"{hashlib.sha256(f'{release_digest}:{root.resolve()}'.encode()).hexdigest()}.json"
+    verified = _read_verified(memo) if os.name == "posix" else {}
+    unknown = [i for i, state in enumerate(states) if verified.get(state) != digests[names[i]]]
+    for i, actual in zip(unknown, file_digests([paths[i] for i in unknown]), strict=True):
+        if actual != digests[names[i]]:
+            raise ReleaseError(f"{paths[i]} does not match the digest in {METADATA_FILE} "
+                               f"(replaced or damaged); the release cannot be trusted: publish "
+                               f"it again")
+    if unknown and os.name == "posix":
+        content = json.dumps({"format": VERIFIED_FORMAT, "files": [
+            [*state, digests[name]] for state, name in zip(states, names, strict=True)]})
+        write_cache_file(memo, lambda handle: handle.write(content.encode()))
+    return [state[:4] for state in states]
+
+
+def _read_verified(name: str) -> dict[tuple[int, ...], str]:
+    """Digests of files verified before, by their state (device, inode, size, times)."""
+    directory = cache_directory()
+    try:
+        content = json.loads((directory / name).read_text()) if directory else None
+        if not isinstance(content, dict) or content.get("format") != VERIFIED_FORMAT:
+            return {}
+        return {tuple(int(v) for v in entry[:5]): str(entry[5]) for entry in content["files"]}
+    # Whatever is wrong with the file (missing, damaged, edited), every file is hashed.
+    except Exception:
+        return {}
 
 
 def _valid_file_list(files: Any, digests: Any) -> bool:
@@ -525,13 +578,25 @@ def rows_from_arrow(schema: Schema, table: pa.Table, n_rows: int) -> dict[str, n
     return codes
 
 
+_VERIFIED_DIGESTS: ContextVar[Mapping[FileIdentity, str] | None] = ContextVar(
+    "ppdp_verified_digests", default=None)
+"""While `load_release` rebuilds a release: the SHA-256 of its files, verified, by identity.
+
+Handed to `scan_rows` this way rather than through every release class's ``_from_files``,
+they let a ScanCube cache what it reads by the files' content (see `ppdp.query.ScanCube`)."""
+
+
 def scan_rows(schema: Schema, paths: Sequence[Path], n_rows: int,
               extra: Mapping[str, pa.Array] | None = None,
               constants: Sequence[str] = ()) -> ScanCube:
     """A ScanCube over published rows in Parquet files (checked as `rows_from_arrow` checks
-    them): the schema's columns, and ``extra`` columns with their values in code order."""
+    them): the schema's columns, and ``extra`` columns with their values in code order.
+
+    Within `load_release`, the cube gets the files' verified digests, so that its check of
+    the rows is read from the user's cache when the same bytes were checked before."""
     domains = {column.name: column.dictionary() for column in schema.columns}
-    return ScanCube(paths, {**domains, **(extra or {})}, n_rows, constants=constants)
+    return ScanCube(paths, {**domains, **(extra or {})}, n_rows, constants=constants,
+                    digests=_VERIFIED_DIGESTS.get())
 
 
 class RowsRelease(Release):
