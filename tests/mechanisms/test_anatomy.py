@@ -243,6 +243,27 @@ def test_seed_reproducible() -> None:
         np.testing.assert_array_equal(x, y)
 
 
+def test_every_qit_row_is_a_table_row_in_a_group_holding_its_value() -> None:
+    """Quasi-identifiers of one and two bytes (the QIT's columns are shuffled together): each
+    QIT row, found by its unique id, keeps its other columns and sits in a group whose ST lines
+    hold its sensitive value."""
+    rng = np.random.default_rng(4)
+    n_rows = 1_000
+    table = table_from_arrow(pa.table({
+        "id": rng.permutation(n_rows) + 10_000, "sex": rng.integers(0, 2, n_rows),
+        "disease": rng.integers(0, 5, n_rows)}), roles={"disease": Role.SENSITIVE}
+    ).declare_observed_domains(warn=False)
+    assert table.codes["id"].itemsize == 2 and table.codes["sex"].itemsize == 1
+    release = Anatomy(l=3).publish(table, random_state=1)
+    row_of = np.argsort(table.codes["id"])[release.qit["id"]]
+    np.testing.assert_array_equal(release.qit["sex"], table.codes["sex"][row_of])
+    groups, values, _ = release.st
+    held = set(zip(groups.tolist(), values.tolist(), strict=True))
+    assert all((g, v) in held for g, v in zip(release.qit_groups.tolist(),
+                                              table.codes["disease"][row_of].tolist(),
+                                              strict=True))
+
+
 # -- the expected cube against a straightforward computation ------------------------------------
 
 

@@ -6,7 +6,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ppdp.errors import InfeasibleError
-from ppdp.mechanisms.grouping import distinct_value_groups, largest_feasible_size
+from ppdp.mechanisms.grouping import _draw_slots, distinct_value_groups, largest_feasible_size
 
 
 @st.composite
@@ -46,6 +46,11 @@ def test_groups_hold_distinct_values_and_every_row_once(case):
         assert set(np.unique(groups.sizes).tolist()) <= {size, size + 1}
     assert np.array_equal(groups.group_of_rows()[members[0, : groups.sizes[0]]],
                           np.zeros(groups.sizes[0]))
+    # The values beside the members, padding (the domain size) where there is no row.
+    held = np.where(members >= 0, values[np.maximum(members, 0)], domain)
+    assert np.array_equal(groups.values, held)
+    labels = np.arange(groups.n_groups)[::-1]
+    assert np.array_equal(groups.group_of_rows(labels), labels[groups.group_of_rows()])
 
 
 @settings(max_examples=30, deadline=None)
@@ -89,3 +94,29 @@ def test_mixing_spreads_co_occurrence():
     # ~1000 rows has standard deviation about sqrt(0.3*0.7/1000) ~ 0.015; 0.08 is > 5 of them.
     assert worst_deviation(partition(values, size, domain, mixing_rounds=0)) > 0.3
     assert worst_deviation(partition(values, size, domain)) < 0.08
+
+
+def test_membership_carries_no_trace_of_the_row_order():
+    """Rows given sorted by value and, within a value, in an order that means something (here:
+    their ids): group mates' ids say nothing about a row's id beyond its value."""
+    domain, size = 10, 5
+    values = np.repeat(np.arange(domain, dtype=np.uint8), 2_000)
+    groups = partition(values, size, domain)
+    group = groups.group_of_rows()
+    ids = np.arange(len(values), dtype=float)
+    mates = (np.bincount(group, weights=ids)[group] - ids) / (groups.sizes[group] - 1)
+    # Within a value, 2000 rows: a correlation of about +-0.022 by chance; 0.1 is > 4 of them.
+    for s in range(domain):
+        rows = values == s
+        assert abs(np.corrcoef(ids[rows], mates[rows])[0, 1]) < 0.1
+
+
+@pytest.mark.parametrize("widths", [[5], [4, 5]])
+def test_members_drawn_for_a_swap_are_uniform_over_each_group(widths):
+    """The mixing draws one member per group, uniformly among its 4 or 5 members."""
+    sizes = np.resize(np.asarray(widths), 120_000)
+    slots = _draw_slots(np.random.default_rng(1), sizes, 5)
+    for size in widths:
+        shares = np.bincount(slots[sizes == size], minlength=5) / np.sum(sizes == size)
+        # Each share has sd at most sqrt(0.25 * 0.75 / 60000) < 0.002; 0.01 is 5 of them.
+        assert np.all(np.abs(shares[:size] - 1 / size) < 0.01) and shares[size:].sum() == 0

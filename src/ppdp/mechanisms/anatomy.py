@@ -13,6 +13,7 @@ towards each sensitive value of its group in proportion to that value's share of
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -29,11 +30,14 @@ from ppdp.mechanisms.base import (
     require_sensitive,
     shuffled_positions,
 )
-from ppdp.mechanisms.grouping import distinct_value_groups
+from ppdp.mechanisms.grouping import DistinctValueGroups, distinct_value_groups
 from ppdp.query import BoundQuery, Cube, count_histogram, flat_key, split
 from ppdp.release import Release, rows_from_arrow, rows_to_arrow
 from ppdp.sources import Source
 from ppdp.table import Schema, Table
+
+_SHUFFLE_CHUNK = 1 << 16
+"""Rows unpacked at a time by ``_shuffled_columns``."""
 
 
 class Anatomy(GroupMechanism, Mechanism):
@@ -59,32 +63,71 @@ class Anatomy(GroupMechanism, Mechanism):
         (sensitive,) = self.sensitive_columns(table)
         column = table.schema[sensitive]
         values = table.codes[sensitive]
-        groups = distinct_value_groups(values, self.l, domain_size=column.size,
-                                       column=sensitive, symbol="l", domain=column.domain)
-        n_groups = groups.n_groups
+        n_groups = table.n_rows // self.l
         relabel = rng.permutation(n_groups).astype(np.int32)
-        # ST straight from the partition, in group-id order: a group's values are distinct,
-        # so each (group, value) line has count 1 (the format and estimator take any counts).
-        members = groups.members[np.argsort(relabel)]
-        filled = members >= 0
-        st = (np.repeat(np.arange(n_groups, dtype=np.int32), filled.sum(axis=1)),
-              values[members[filled]], np.ones(table.n_rows, dtype=np.uint8))
-        # Intermediates are dropped as soon as they are used: peak memory stays near the
-        # size of the output.
-        del members, filled
-        group_ids = relabel[groups.group_of_rows()]
-        del groups
-        shuffle = shuffled_positions(table.n_rows, rng)
-        qit_groups = group_ids[shuffle]
-        del group_ids
         quasi = table.schema.quasi_identifiers
-        qit = {name: table.codes[name][shuffle] for name in quasi}
+        with ThreadPoolExecutor(max_workers=1) as worker:
+            # The QIT's shuffled columns do not depend on the groups: they are gathered on a
+            # second core while the groups are formed (numpy releases the GIL in both).
+            shuffled = worker.submit(_shuffled_columns, table, quasi, rng)
+            groups = distinct_value_groups(values, self.l, domain_size=column.size,
+                                           column=sensitive, symbol="l", domain=column.domain)
+            st = _sensitive_table(groups, relabel, values.dtype)
+            group_ids = groups.group_of_rows(relabel)
+            # Intermediates are dropped as soon as they are used, to keep the peak down.
+            del groups
+            shuffle, qit = shuffled.result()
+        qit_groups = np.take(group_ids, shuffle)
+        del group_ids, shuffle
         schema = table.schema.select([*quasi, sensitive])
         return AnatomyRelease(schema, {"l": self.l, "n_groups": n_groups}, table.n_rows,
                               qit, qit_groups, st)
 
     def guarantee(self) -> Any:
         return anatomy_guarantee(l=self.l)
+
+
+def _shuffled_columns(table: Table, names: Sequence[str], rng: np.random.Generator
+                      ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """A random order of the rows, and the named columns in that order.
+
+    The columns' bytes are first packed side by side, so that the shuffle fetches each row from
+    memory once instead of once per column (three times faster for Adult's eight one-byte
+    quasi-identifiers); the shuffled rows are unpacked chunk by chunk.
+    """
+    shuffle = shuffled_positions(table.n_rows, rng)
+    columns = {name: np.ascontiguousarray(table.codes[name]) for name in names}
+    if not columns:
+        return shuffle, {}
+    ends = np.cumsum([column.itemsize for column in columns.values()])
+    packed = np.empty((table.n_rows, int(ends[-1])), dtype=np.uint8)
+    for column, end in zip(columns.values(), ends, strict=True):
+        packed[:, end - column.itemsize:end] = column.view(np.uint8).reshape(-1, column.itemsize)
+    rows = packed.view(np.dtype((np.void, packed.shape[1]))).reshape(-1)
+    shuffled = {name: np.empty_like(column) for name, column in columns.items()}
+    for start in range(0, table.n_rows, _SHUFFLE_CHUNK):
+        chunk = rows[shuffle[start:start + _SHUFFLE_CHUNK]].view(np.uint8).reshape(
+            -1, packed.shape[1])
+        for (name, column), end in zip(columns.items(), ends, strict=True):
+            shuffled[name][start:start + len(chunk)] = (
+                chunk[:, end - column.itemsize:end].view(column.dtype)[:, 0])
+    return shuffle, shuffled
+
+
+def _sensitive_table(groups: DistinctValueGroups, relabel: np.ndarray, dtype: np.dtype
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ST straight from the partition, in group-id order (group g is labelled
+    ``relabel[g]``): a group's values are distinct, so each (group, value) line has count 1
+    (the format and estimator take any counts)."""
+    n_groups = groups.n_groups
+    # The inverse permutation: by_label[i] is the group labelled i.
+    by_label = np.empty_like(relabel)
+    by_label[relabel] = np.arange(n_groups, dtype=relabel.dtype)
+    sizes = groups.sizes[by_label]
+    filled = np.arange(groups.values.shape[1]) < sizes[:, None]
+    return (np.repeat(np.arange(n_groups, dtype=np.int32), sizes),
+            groups.values[by_label][filled].astype(dtype),
+            np.ones(groups.n_rows, dtype=np.uint8))
 
 
 class AnatomyRelease(Release):

@@ -105,15 +105,15 @@ def draw_within_groups(values: np.ndarray, groups: DistinctValueGroups,
 
     Works through the groups in chunks so that temporaries stay small at 10^7 rows.
     """
-    members, sizes = groups.members, groups.sizes
+    members, held, sizes = groups.members, groups.values, groups.sizes
     drawn = np.empty_like(values)
     step = max(1, _CHUNK // members.shape[1])
     for start in range(0, groups.n_groups, step):
-        block = members[start:start + step]
-        pick = (rng.random(block.shape) * sizes[start:start + step, None]).astype(np.int64)
-        source = np.take_along_axis(block, pick, axis=1)
-        filled = block >= 0
-        drawn[block[filled]] = values[source[filled]]
+        block = slice(start, start + step)
+        pick = (rng.random(members[block].shape) * sizes[block, None]).astype(np.int64)
+        source = np.take_along_axis(held[block], pick, axis=1)
+        filled = members[block] >= 0
+        drawn[members[block][filled]] = source[filled]
     return drawn
 
 
