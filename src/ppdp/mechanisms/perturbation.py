@@ -192,13 +192,18 @@ def perturb_within(values: np.ndarray, subtable: np.ndarray, domains: np.ndarray
     retention, _ = uniform_probabilities(gammas, sizes)
     members = (np.flatnonzero(domains.reshape(-1)) % domains.shape[1]).astype(values.dtype)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    p, size = retention[subtable], sizes[subtable]
     # One draw u decides both steps: the value is kept when u < p_i; otherwise (u - p_i) /
     # (1 - p_i) is uniform on [0, 1) and picks the replacement uniformly from SA_i (possibly
-    # the value itself), which is what makes Pr[x -> x] = p_i + q_i.
-    scaled = np.maximum(uniforms - p, 0.0) / (1.0 - p) * size
-    draw = offsets[subtable] + np.minimum(scaled.astype(np.int64), size - 1)
-    return np.where(uniforms < p, values, members[draw])
+    # the value itself), which is what makes Pr[x -> x] = p_i + q_i. Only the rows not kept
+    # need the second step.
+    replaced = np.flatnonzero(uniforms >= retention[subtable])
+    within = subtable[replaced]
+    p, size = retention[within], sizes[within]
+    scaled = (uniforms[replaced] - p) / (1.0 - p) * size
+    published = values.copy()
+    published[replaced] = members[offsets[within] + np.minimum(scaled.astype(np.int64),
+                                                               size - 1)]
+    return published
 
 
 def compound_frequencies(source: Table | Source, compound: CompoundAttribute) -> np.ndarray:
