@@ -368,6 +368,8 @@ def test_publish_engine_is_checked(tmp_path):
     result = invoke("publish", source, "-m", "dbr", "-s", "occupation", "-o", tmp_path / "r",
                  "--engine", "spark")
     assert result.exit_code == 2 and "--engine must be one of" in result.output
+    result = invoke("count", "adult", "age < 30", "--engine", "spark")
+    assert result.exit_code == 2 and "--engine must be one of" in result.output
 
 
 def test_alphabeta_views_streamed_are_the_views_in_memory(tmp_path, monkeypatch):

@@ -310,12 +310,16 @@ def publish(
 _ENGINES = ("auto", "memory", "streaming")
 
 
+def _check_engine(engine: str) -> None:
+    if engine not in _ENGINES:
+        raise ValueError(f"--engine must be one of {', '.join(_ENGINES)}, not {engine!r}")
+
+
 def _streaming(engine: str, source: str) -> bool:
     """Whether --engine (and, for auto, the input's size) asks for the streaming engine."""
     from ppdp.resources import available_memory
 
-    if engine not in _ENGINES:
-        raise ValueError(f"--engine must be one of {', '.join(_ENGINES)}, not {engine!r}")
+    _check_engine(engine)
     path = Path(source)
     if engine == "streaming":
         if not path.is_file():
@@ -508,6 +512,7 @@ def count(
       ppdp count adult "SELECT COUNT(*) FROM t WHERE age < 30 GROUP BY sex"
       ppdp count adult "occupation = 'Sales'" -m laplace -p epsilon=0.7
     """
+    _check_engine(engine)
     path = Path(source)
     if path.is_dir():
         if mechanism is not None or param or seed is not None:
