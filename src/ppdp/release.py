@@ -277,11 +277,7 @@ class Release(ABC):
             files: dict[str, str | list[str]] = {}
             digests: dict[str, str] = {}
             for stem, tables in self._tables().items():
-                parts = tables if isinstance(tables, list) else [tables]
-                names = part_names(stem, len(parts))
-                for name, table in zip(names, parts, strict=True):
-                    digests[name] = write_parquet(staging / name, table)
-                files[stem] = names[0] if len(names) == 1 else names
+                files[stem] = write_parts(staging, stem, tables, digests)
             write_metadata(staging, self.mechanism, self.parameters, self.n_rows, self.schema,
                            files, digests)
             if before_commit is not None:
@@ -297,6 +293,18 @@ def part_names(stem: str, parts: int) -> list[str]:
     if parts == 1:
         return [f"{stem}.parquet"]
     return [f"{stem}-{index:05d}.parquet" for index in range(parts)]
+
+
+def write_parts(staging: Path, stem: str, tables: pa.Table | list[pa.Table],
+                digests: dict[str, str]) -> str | list[str]:
+    """Write one published table, whole or as its list of parts, under ``stem``'s file names;
+    its entry of ``files`` (a name, or the parts' names), each file's digest put in
+    ``digests``."""
+    parts = tables if isinstance(tables, list) else [tables]
+    names = part_names(stem, len(parts))
+    for name, table in zip(names, parts, strict=True):
+        digests[name] = write_parquet(staging / name, table)
+    return names[0] if len(names) == 1 else names
 
 
 def write_parquet(path: Path, table: pa.Table) -> str:

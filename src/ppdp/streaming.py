@@ -36,6 +36,7 @@ from ppdp.release import (
     rows_to_arrow,
     write_metadata,
     write_parquet,
+    write_parts,
 )
 from ppdp.sources import DEFAULT_BATCH_ROWS, Source
 from ppdp.storage import commit_directory, staged_directory
@@ -75,9 +76,7 @@ def publish_rows_streaming(mechanism: Mechanism, source: Source,
         spill.rmdir()
         files: dict[str, str | list[str]] = {"rows": names[0] if parts == 1 else names}
         for stem, table in plan.tables.items():
-            name = f"{stem}.parquet"
-            digests[name] = write_parquet(staging / name, table)
-            files[stem] = name
+            files[stem] = write_parts(staging, stem, table, digests)
         write_metadata(staging, plan.mechanism, plan.parameters, n_rows, plan.schema, files,
                        digests)
         commit_directory(staging, target, overwrite=overwrite,

@@ -76,6 +76,7 @@ from ppdp.release import (
     rows_to_arrow,
     write_metadata,
     write_parquet,
+    write_parts,
 )
 from ppdp.resources import (
     ALPHABETA_ROW,
@@ -641,13 +642,10 @@ class ViewSequence:
             files: dict[str, str | list[str]] = {"view": names[0] if len(names) == 1 else names}
             if view > 1:
                 # V' before this view, public already: the estimator needs it (as `save`).
-                earlier = split_parts(rows_to_arrow(schema, domain.codes(self.earlier, schema)),
-                                      even_parts(len(self.earlier)))
-                earlier = earlier if isinstance(earlier, list) else [earlier]
-                names = part_names("earlier", len(earlier))
-                for name, table in zip(names, earlier, strict=True):
-                    digests[name] = write_parquet(staging / name, table)
-                files["earlier"] = names[0] if len(names) == 1 else names
+                files["earlier"] = write_parts(
+                    staging, "earlier",
+                    split_parts(rows_to_arrow(schema, domain.codes(self.earlier, schema)),
+                                even_parts(len(self.earlier))), digests)
             write_metadata(staging, AlphaBetaRelease.mechanism, parameters, spill.rows, schema,
                            files, digests)
             self._published(view, published)
