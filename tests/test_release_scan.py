@@ -287,17 +287,21 @@ def test_a_tampered_part_is_detected(in_parts: dict[str, tuple[Release, Path]],
         load_release(path)
 
 
+def set_value(directory: Path, name: str, column: str, row: int, value: str) -> None:
+    """Set one value of a part's text column and record the part's new digest."""
+    rows = pq.read_table(directory / name)
+    values = rows.column(column).combine_chunks().dictionary_decode().to_pylist()
+    values[row] = value
+    rewrite_file(directory, name, rows.set_column(rows.column_names.index(column), column,
+                                                  pa.array(values).dictionary_encode()))
+
+
 @pytest.mark.parametrize("name", ["dbr", "sdr"])
 def test_a_value_outside_the_domain_in_a_part_fails_to_load(
         in_parts: dict[str, tuple[Release, Path]], name: str, tmp_path: Path) -> None:
     path = copy_release(in_parts[name][1], tmp_path / name)
-    rows = pq.read_table(path / "rows-00001.parquet")
-    sex = rows.column("sex").combine_chunks().dictionary_decode().to_pylist()
-    sex[17] = "Unknown"
-    column = rows.column_names.index("sex")
     # Digests recomputed: a crafted release that passes the integrity check.
-    rewrite_file(path, "rows-00001.parquet",
-                 rows.set_column(column, "sex", pa.array(sex).dictionary_encode()))
+    set_value(path, "rows-00001.parquet", "sex", 17, "Unknown")
     with pytest.raises(ReleaseError, match=r"does not match.*'sex' holds values outside"):
         load_release(path)
 
@@ -320,11 +324,7 @@ def test_a_row_outside_its_subtable_in_a_part_fails_to_load(
     outside = release.schema["occupation"].domain[int(np.flatnonzero(~domains[subtable])[0])]
     rows = pq.read_table(path / "rows-00002.parquet")
     row = int(np.flatnonzero(rows.column("subtable").to_numpy() == subtable)[0])
-    occupation = rows.column("occupation").combine_chunks().dictionary_decode().to_pylist()
-    occupation[row] = outside
-    column = rows.column_names.index("occupation")
-    rewrite_file(path, "rows-00002.parquet", rows.set_column(
-        column, "occupation", pa.array(occupation).dictionary_encode()))
+    set_value(path, "rows-00002.parquet", "occupation", row, outside)
     with pytest.raises(ReleaseError, match="outside its sub-table"):
         load_release(path)
 
@@ -498,12 +498,7 @@ def test_a_crafted_part_is_checked_despite_the_cache(in_parts: dict[str, tuple[R
     not apply to it."""
     path = cached_release(in_parts, "dbr", tmp_path / "cache", monkeypatch)[1]
     path = copy_release(path, tmp_path / "dbr")
-    rows = pq.read_table(path / "rows-00001.parquet")
-    race = rows.column("race").combine_chunks().dictionary_decode().to_pylist()
-    race[3] = "Martian"
-    column = rows.column_names.index("race")
-    rewrite_file(path, "rows-00001.parquet",
-                 rows.set_column(column, "race", pa.array(race).dictionary_encode()))
+    set_value(path, "rows-00001.parquet", "race", 3, "Martian")
     with pytest.raises(ReleaseError, match="'race' holds values outside"):
         load_release(path)
 
