@@ -260,9 +260,10 @@ def test_saved_files_hold_only_published_columns(name: str, tmp_path: Path) -> N
     target = release.save(tmp_path / "release")
     metadata = json.loads((target / "release.json").read_text())
     published = ["age", "zip", "disease"]  # "note" is ignored: never published
+    counted = [*published, "__count"]  # each distinct published row and its count
     expected_columns = {
-        "splu": {"rows": published},
-        "dbr": {"rows": published},
+        "splu": {"rows": published, "row_counts": counted},
+        "dbr": {"rows": published, "row_counts": counted},
         "anatomy": {"qit": ["age", "zip", "GroupID"], "st": ["GroupID", "disease", "count"]},
     }[name]
     assert set(metadata["files"]) == set(expected_columns)

@@ -72,11 +72,22 @@ def adult() -> Table:
     return ppdp.datasets.adult(sensitive="occupation")
 
 
+def save_uncounted(release: Release, path: Path) -> Path:
+    """Save a release as one whose rows are too many distinct rows to count (more than
+    `MAX_SUMMARY_ROWS`): without `row_counts.parquet`, so that loading reads its rows."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ppdp.query, "MAX_SUMMARY_ROWS", 0)
+        saved = release.save(path)
+    assert not (saved / "row_counts.parquet").exists()
+    return saved
+
+
 @pytest.fixture(scope="module", params=sorted(MECHANISMS))
 def published(request: pytest.FixtureRequest, adult: Table,
               tmp_path_factory: pytest.TempPathFactory) -> tuple[Release, Path]:
+    """A release of Adult saved without the counts of its distinct rows."""
     release = MECHANISMS[request.param]().publish(adult, random_state=3)
-    return release, release.save(tmp_path_factory.mktemp("scan") / request.param)
+    return release, save_uncounted(release, tmp_path_factory.mktemp("scan") / request.param)
 
 
 def assert_same_answers(loaded: Release, release: Release, queries: list[str]) -> None:
@@ -243,13 +254,15 @@ def test_without_polars_releases_are_read_into_memory(published: tuple[Release, 
 @pytest.fixture(scope="module")
 def in_parts(adult: Table, tmp_path_factory: pytest.TempPathFactory
              ) -> dict[str, tuple[Release, Path]]:
-    """Releases of Adult's 30,162 rows in parts of about 8,000 rows."""
+    """Releases of Adult's 30,162 rows in parts of about 8,000 rows, saved without the
+    counts of their distinct rows."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ppdp.plans, "ROWS_PER_PART", 8000)
         releases = {name: make().publish(adult, random_state=5)
                     for name, make in MECHANISMS.items()}
     root = tmp_path_factory.mktemp("parts")
-    return {name: (release, release.save(root / name)) for name, release in releases.items()}
+    return {name: (release, save_uncounted(release, root / name))
+            for name, release in releases.items()}
 
 
 @pytest.mark.parametrize("name", sorted(MECHANISMS))
@@ -264,7 +277,7 @@ def test_a_release_in_parts_loads_and_answers_identically(
     for query in GROUPED:
         assert loaded.count(query) == release.count(query), query
     # Saved again, the parts hold the same bytes.
-    again = loaded.save(tmp_path / "again")
+    again = save_uncounted(loaded, tmp_path / "again")
     assert json.loads((again / "release.json").read_text())["digests"] == \
         json.loads((path / "release.json").read_text())["digests"]
 
@@ -587,6 +600,128 @@ def test_a_damaged_record_of_verified_files_is_ignored(
     hashed = hashed_files(monkeypatch)
     load_release(path)
     assert sorted(hashed) == sorted(p.name for p in path.glob("*.parquet"))
+
+
+# -- the counts of distinct rows written by the publisher -------------------------------------
+
+
+@pytest.fixture(scope="module")
+def counted(adult: Table, tmp_path_factory: pytest.TempPathFactory
+            ) -> dict[str, tuple[Release, Path]]:
+    """Releases of Adult in parts of about 8,000 rows, saved with their row counts."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ppdp.plans, "ROWS_PER_PART", 8000)
+        releases = {name: make().publish(adult, random_state=7)
+                    for name, make in MECHANISMS.items()}
+    root = tmp_path_factory.mktemp("counted")
+    return {name: (release, release.save(root / name)) for name, release in releases.items()}
+
+
+def published_codes(release: Release, columns: list[str]) -> dict[str, np.ndarray]:
+    codes = dict(release.codes)  # type: ignore[attr-defined]
+    if "subtable" in columns:
+        codes["subtable"] = release.subtable  # type: ignore[attr-defined]
+    return codes
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+def test_row_counts_are_the_counts_of_the_distinct_published_rows(
+        counted: dict[str, tuple[Release, Path]], name: str) -> None:
+    release, path = counted[name]
+    table = pq.read_table(path / "row_counts.parquet")
+    columns = [c for c in table.column_names if c != "__count"]
+    assert columns == pq.read_schema(path / "rows-00000.parquet").names
+    domains = {c.name: c.dictionary() for c in release.schema.columns}
+    if "subtable" in columns:
+        domains["subtable"] = pa.array(range(256), pa.int64())
+    codes = {c: ppdp.query.encode_values(c, table.column(c), domains[c]) for c in columns}
+    counts = table.column("__count").to_numpy()
+    expected = distinct_counts(published_codes(release, columns), columns)
+    assert distinct_counts(codes, columns, counts) == expected
+    assert len(counts) == len(expected) and counts.min() >= 1
+    # Sorted by the rows' codes: every executor writes the same bytes.
+    keys = np.stack([codes[c] for c in columns], axis=1)
+    assert [tuple(k) for k in keys] == sorted(tuple(k) for k in keys)
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+def test_a_release_with_row_counts_loads_without_reading_its_rows(
+        counted: dict[str, tuple[Release, Path]], name: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    release, path = counted[name]
+    monkeypatch.setenv("PPDP_CACHE_DIR", str(tmp_path / "cache"))
+    passes = summary_passes(monkeypatch)
+    loaded = load_release(path)
+    assert_same_answers(loaded, release, QUERIES)
+    for query in GROUPED:
+        assert loaded.count(query) == release.count(query), query
+    assert not passes and loaded._codes is None  # type: ignore[attr-defined]
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").glob("*.npz"))
+
+
+def test_row_counts_of_too_many_distinct_rows_are_not_written(
+        counted: dict[str, tuple[Release, Path]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    path = counted["dbr"][1]
+    distinct = pq.read_metadata(path / "row_counts.parquet").num_rows
+    monkeypatch.setattr(ppdp.query, "MAX_SUMMARY_ROWS", distinct - 1)
+    saved = load_release(path).save(tmp_path / "again")
+    assert "row_counts" not in json.loads((saved / "release.json").read_text())["files"]
+    monkeypatch.setattr(ppdp.query, "MAX_SUMMARY_ROWS", distinct)
+    again = load_release(path).save(tmp_path / "once-more")
+    assert (again / "row_counts.parquet").read_bytes() == \
+        (path / "row_counts.parquet").read_bytes()
+
+
+def crafted_counts(path: Path, change: Callable[[pa.Table], pa.Table]) -> None:
+    rewrite_file(path, "row_counts.parquet", change(pq.read_table(path / "row_counts.parquet")))
+
+
+@pytest.mark.parametrize(("damage", "message"), [
+    ("outside", "'race' holds values outside"),
+    ("total", "do not add up"),
+    ("zero", "do not add up"),
+    ("column", r"lack the columns \['sex'\]"),
+    ("type", "not 64-bit integers"),
+])
+def test_crafted_row_counts_fail_to_load(counted: dict[str, tuple[Release, Path]], damage: str,
+                                         message: str, tmp_path: Path) -> None:
+    """Digests recomputed: counts that pass the integrity check are checked themselves."""
+    path = copy_release(counted["sdr"][1], tmp_path / "sdr")
+
+    def change(table: pa.Table) -> pa.Table:
+        counts = table.column("__count").to_numpy().copy()
+        index = table.column_names.index("__count")
+        if damage == "outside":
+            values = table.column("race").combine_chunks().dictionary_decode().to_pylist()
+            values[0] = "Martian"
+            return table.set_column(table.column_names.index("race"), "race",
+                                    pa.array(values).dictionary_encode())
+        if damage == "column":
+            return table.drop_columns(["sex"])
+        if damage == "type":
+            return table.set_column(index, "__count", pa.array(counts.astype(np.float64)))
+        counts[0] += 1 if damage == "total" else 0
+        if damage == "zero":
+            counts[0], counts[1] = 0, counts[1] + counts[0]
+        return table.set_column(index, "__count", pa.array(counts))
+
+    crafted_counts(path, change)
+    with pytest.raises(ReleaseError, match=message):
+        load_release(path)
+
+
+def test_a_crafted_part_is_checked_when_its_rows_are_read(
+        counted: dict[str, tuple[Release, Path]], tmp_path: Path) -> None:
+    """Counts come from the row counts, as the publisher wrote them; the rows themselves are
+    checked when read."""
+    release, source = counted["dbr"]
+    path = copy_release(source, tmp_path / "dbr")
+    set_value(path, "rows-00001.parquet", "race", 3, "Martian")
+    loaded = load_release(path)
+    assert loaded.count("race = 'White'") == release.count("race = 'White'")
+    with pytest.raises(ValueError, match="'race' holds values outside"):
+        loaded.codes  # type: ignore[attr-defined]  # noqa: B018
 
 
 def test_codes_pack_into_few_int64_keys_and_back() -> None:

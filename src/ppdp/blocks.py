@@ -61,7 +61,9 @@ from ppdp.release import (
     require_replaceable_release,
     write_metadata,
     write_parquet,
+    write_row_counts,
 )
+from ppdp.row_counts import RowCounter
 from ppdp.sources import DEFAULT_BATCH_ROWS, Batch, Source
 from ppdp.storage import commit_directory, staged_directory
 from ppdp.table import Role, Schema, Table
@@ -155,11 +157,12 @@ def publish_blocks(mechanism: GroupMechanism, source: Source,
         files: dict[str, list[str]] = {}
         digests: dict[str, str] = {}
         n_rows = groups = 0
+        counter = RowCounter()
         for block, spill in enumerate(spills):
             release = _publish_spill(mechanism, spill, schema, source.name, key, block,
                                      n_blocks)
             spill.unlink()
-            _write_block(staging, release, block, n_blocks, groups, files, digests)
+            _write_block(staging, release, block, n_blocks, groups, files, digests, counter)
             groups += _merge_parameters(parameters, release.parameters)
             n_rows += release.n_rows
             described = release.mechanism, release.schema
@@ -167,9 +170,11 @@ def publish_blocks(mechanism: GroupMechanism, source: Source,
             del release
             if progress is not None:
                 progress("publish", n_rows, source.n_rows)
-        write_metadata(staging, described[0], parameters, n_rows, described[1],
-                       {stem: parts[0] if len(parts) == 1 else parts
-                        for stem, parts in files.items()}, digests)
+        listed: dict[str, str | list[str]] = {stem: parts[0] if len(parts) == 1 else parts
+                                              for stem, parts in files.items()}
+        write_row_counts(staging, counter.table(), listed, digests)
+        write_metadata(staging, described[0], parameters, n_rows, described[1], listed,
+                       digests)
         commit_directory(staging, target, overwrite=overwrite,
                          replaceable=require_replaceable_release)
     return target
@@ -249,13 +254,18 @@ def _publish_spill(mechanism: GroupMechanism, spill: Path, schema: Schema, name:
 
 
 def _write_block(staging: Path, release: Release, block: int, n_blocks: int, offset: int,
-                 files: dict[str, list[str]], digests: dict[str, str]) -> None:
+                 files: dict[str, list[str]], digests: dict[str, str],
+                 counter: RowCounter) -> None:
     """Write a block's published tables as part ``block`` of each, into ``files`` and
-    ``digests``, its group ids moved past the ``offset`` groups of the blocks before it."""
+    ``digests``, its group ids moved past the ``offset`` groups of the blocks before it; the
+    distinct rows of a release counted from its rows are counted into ``counter``."""
     for stem, published in release._tables().items():
         name = part_names(stem, n_blocks)[block]
-        digests[name] = write_parquet(staging / name, _offset_groups(published, offset))
+        table = _offset_groups(published, offset)
+        digests[name] = write_parquet(staging / name, table)
         files.setdefault(stem, []).append(name)
+        if stem == "rows" and stem in release.scanned:
+            counter.add(counter.count_part(table))
 
 
 def _offset_groups(table: pa.Table, offset: int) -> pa.Table:

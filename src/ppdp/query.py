@@ -1456,6 +1456,15 @@ def _encode_chunk(name: str, array: pa.Array, domain: pa.Array) -> np.ndarray:
     return codes
 
 
+def _check_stored_type(name: str, stored: pa.DataType, domain: pa.DataType) -> None:
+    """Refuse a column whose stored values (a file's footer says their type) cannot be its
+    domain's: of another type, integers of any width aside."""
+    values = stored.value_type if pa.types.is_dictionary(stored) else stored
+    if not (values.equals(domain) or (pa.types.is_integer(values)
+                                      and pa.types.is_integer(domain))):
+        raise ValueError(f"column {name!r} has type {values}, not {domain}")
+
+
 def _positions(name: str, values: pa.Array, domain: pa.Array) -> np.ndarray:
     """Position of each value in ``domain``, -1 where it is absent (or null)."""
     try:
@@ -1650,7 +1659,8 @@ class ScanCube(Cube):
 
     def __init__(self, paths: Sequence[str | os.PathLike[str]], domains: Mapping[str, pa.Array],
                  n_rows: int, *, constants: Sequence[str] = (),
-                 digests: Mapping[FileIdentity, str] | None = None) -> None:
+                 digests: Mapping[FileIdentity, str] | None = None,
+                 row_counts: pa.Table | None = None) -> None:
         sizes = {name: len(values) for name, values in domains.items()}
         sizes.update({name: 1 for name in constants})
         super().__init__({}, sizes, n_rows)
@@ -1658,7 +1668,7 @@ class ScanCube(Cube):
         self.domains = dict(domains)
         self._summaries: list[Summary] = []
         self._identity = [file_identity(path) for path in self.paths]
-        self._check(digests)
+        self._check(digests, row_counts)
 
     def _require_unchanged(self) -> None:
         """Refuse to read files replaced or removed since the cube was built (a release saved
@@ -1672,16 +1682,21 @@ class ScanCube(Cube):
                 raise ReleaseError(f"{path} was replaced or removed since the release was "
                                    f"loaded; load the release again")
 
-    def _check(self, digests: Mapping[FileIdentity, str] | None) -> None:
+    def _check(self, digests: Mapping[FileIdentity, str] | None,
+               row_counts: pa.Table | None) -> None:
         metadata = [pq.read_metadata(path) for path in self.paths]
         found = sum(m.num_rows for m in metadata)
         if found != self.n_rows:
             raise ValueError(f"expected {self.n_rows} rows, found {found}")
         for part in metadata:
-            present = set(part.schema.to_arrow_schema().names)
-            for name in self.domains:
-                if name not in present:
+            schema = part.schema.to_arrow_schema()
+            for name, domain in self.domains.items():
+                if name not in schema.names:
                     raise ValueError(f"column {name!r} is missing")
+                _check_stored_type(name, schema.field(name).type, domain.type)
+        if row_counts is not None:
+            self._summaries = self._counted(row_counts)
+            return
         known = [digests.get(identity) for identity in self._identity] if digests else [None]
         key = self._cache_key([d for d in known if d is not None]) if None not in known \
             else None
@@ -1692,6 +1707,31 @@ class ScanCube(Cube):
         self._summaries = self._summarize()
         if key is not None:
             self._write_cache(key)
+
+    def _counted(self, row_counts: pa.Table) -> list[Summary]:
+        """The summaries of the files' rows from the counts of their distinct rows that the
+        publisher wrote (`ppdp.row_counts`), checked as a cached summary is."""
+        from ppdp.row_counts import COUNT_COLUMN
+
+        names = list(self.domains)
+        missing = [name for name in [*names, COUNT_COLUMN] if name not in row_counts.column_names]
+        if missing:
+            raise ValueError(f"the row counts lack the columns {missing}")
+        counts = row_counts.column(COUNT_COLUMN).to_numpy(zero_copy_only=False)
+        if counts.dtype != np.int64:
+            raise ValueError("the row counts are not 64-bit integers")
+        codes = {name: encode_values(name, row_counts.column(name), self.domains[name])
+                 .astype(code_dtype(self.sizes[name])) for name in names}
+        summaries: list[Summary] = []
+        for name in names:
+            marginal = np.bincount(codes[name], weights=counts, minlength=self.sizes[name])
+            values = np.flatnonzero(marginal)
+            summaries.append((frozenset([name]), {name: values.astype(codes[name].dtype)},
+                              marginal[values].astype(np.int64)))
+        summaries.append((frozenset(names), codes, counts))
+        if not all(self._consistent(summary) for summary in summaries):
+            raise ValueError("the row counts do not add up to the release's rows")
+        return summaries
 
     def _summarize(self) -> list[Summary]:
         """Read every row once: check it, and count each column's values and the distinct rows

@@ -53,6 +53,7 @@ from ppdp.query import (
     scan_engine_available,
     write_cache_file,
 )
+from ppdp.row_counts import ROW_COUNTS, count_rows
 from ppdp.storage import commit_directory, staged_directory
 from ppdp.table import Schema, Table
 
@@ -278,6 +279,8 @@ class Release(ABC):
             digests: dict[str, str] = {}
             for stem, tables in self._tables().items():
                 files[stem] = write_parts(staging, stem, tables, digests)
+                if stem == "rows" and stem in self.scanned:
+                    write_row_counts(staging, count_rows(tables), files, digests)
             write_metadata(staging, self.mechanism, self.parameters, self.n_rows, self.schema,
                            files, digests)
             if before_commit is not None:
@@ -305,6 +308,14 @@ def write_parts(staging: Path, stem: str, tables: pa.Table | list[pa.Table],
     for name, table in zip(names, parts, strict=True):
         digests[name] = write_parquet(staging / name, table)
     return names[0] if len(names) == 1 else names
+
+
+def write_row_counts(staging: Path, counts: pa.Table | None,
+                     files: dict[str, str | list[str]], digests: dict[str, str]) -> None:
+    """Write the counts of the rows' distinct rows (`ppdp.row_counts`), if they were
+    counted, into ``files`` and ``digests``."""
+    if counts is not None:
+        files[ROW_COUNTS] = write_parts(staging, ROW_COUNTS, counts, digests)
 
 
 def write_parquet(path: Path, table: pa.Table) -> str:
@@ -474,6 +485,7 @@ def load_release(directory: str | os.PathLike[str]) -> Release:
             raise ReleaseError(f"{root} does not match its {METADATA_FILE}: the parts of "
                                f"{stem!r} have different columns: {_first_line(exc)}") from exc
     verified = _VERIFIED_DIGESTS.set(dict(zip(identities, digests.values(), strict=True)))
+    counted = _ROW_COUNTS.set(tables.pop(ROW_COUNTS, None))
     try:
         release = release_class._from_files(schema, parameters, n_rows, tables, scans) \
             if scans else release_class._from_tables(schema, parameters, n_rows, tables)
@@ -482,6 +494,7 @@ def load_release(directory: str | os.PathLike[str]) -> Release:
                            f"{_first_line(exc) or type(exc).__name__}") from exc
     finally:
         _VERIFIED_DIGESTS.reset(verified)
+        _ROW_COUNTS.reset(counted)
     release.name = root.resolve().name
     if len(part_rows.get("rows", ())) > 1:
         # Saved again, the rows keep their parts.
@@ -593,6 +606,10 @@ _VERIFIED_DIGESTS: ContextVar[Mapping[FileIdentity, str] | None] = ContextVar(
 Handed to `scan_rows` this way rather than through every release class's ``_from_files``,
 they let a ScanCube cache what it reads by the files' content (see `ppdp.query.ScanCube`)."""
 
+_ROW_COUNTS: ContextVar[pa.Table | None] = ContextVar("ppdp_row_counts", default=None)
+"""While `load_release` rebuilds a release: the counts of its distinct rows that its publisher
+wrote (`ppdp.row_counts`), handed to `scan_rows` like the verified digests."""
+
 
 def scan_rows(schema: Schema, paths: Sequence[Path], n_rows: int,
               extra: Mapping[str, pa.Array] | None = None,
@@ -600,11 +617,13 @@ def scan_rows(schema: Schema, paths: Sequence[Path], n_rows: int,
     """A ScanCube over published rows in Parquet files (checked as `rows_from_arrow` checks
     them): the schema's columns, and ``extra`` columns with their values in code order.
 
-    Within `load_release`, the cube gets the files' verified digests, so that its check of
-    the rows is read from the user's cache when the same bytes were checked before."""
+    Within `load_release`, the cube gets the counts of the rows' distinct rows that the
+    publisher wrote, and counts from those without reading the rows; failing those, the files'
+    verified digests, so that its check of the rows is read from the user's cache when the
+    same bytes were checked before."""
     domains = {column.name: column.dictionary() for column in schema.columns}
     return ScanCube(paths, {**domains, **(extra or {})}, n_rows, constants=constants,
-                    digests=_VERIFIED_DIGESTS.get())
+                    digests=_VERIFIED_DIGESTS.get(), row_counts=_ROW_COUNTS.get())
 
 
 class RowsRelease(Release):

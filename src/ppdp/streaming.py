@@ -8,7 +8,9 @@ not fit in memory:
    to the spill file of their part (Arrow IPC, inside the staging directory);
 3. each part is read back alone, put in release order (rank, then row id) and written as
    Parquet, exactly as the in-memory executor writes the same part (two parts at a time);
-4. ``release.json`` is written last and the staging directory is committed atomically
+4. the counts of the distinct rows, found part by part as the parts are written, are written
+   as ``row_counts.parquet`` (`ppdp.row_counts`);
+5. ``release.json`` is written last and the staging directory is committed atomically
    (`ppdp.storage`): an interrupted run leaves no directory that loads.
 
 Memory is two batches (the next is read ahead), the plan's summaries (domain-sized) and two
@@ -21,7 +23,7 @@ import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -37,7 +39,9 @@ from ppdp.release import (
     write_metadata,
     write_parquet,
     write_parts,
+    write_row_counts,
 )
+from ppdp.row_counts import RowCounter
 from ppdp.sources import DEFAULT_BATCH_ROWS, Source
 from ppdp.storage import commit_directory, staged_directory
 
@@ -72,9 +76,10 @@ def publish_rows_streaming(mechanism: Mechanism, source: Source,
         spill = staging / ".spill"
         spill.mkdir()
         _spill(plan, source, key, parts, spill, batch_rows, report)
-        digests = _write_parts(plan, spill, staging, names, report)
+        digests, counts = _write_parts(plan, spill, staging, names, report)
         spill.rmdir()
         files: dict[str, str | list[str]] = {"rows": names[0] if parts == 1 else names}
+        write_row_counts(staging, counts, files, digests)
         for stem, table in plan.tables.items():
             files[stem] = write_parts(staging, stem, table, digests)
         write_metadata(staging, plan.mechanism, plan.parameters, n_rows, plan.schema, files,
@@ -120,21 +125,25 @@ def _spill(plan: RowPlan, source: Source, key: int, parts: int, spill: Path,
 
 
 def _write_parts(plan: RowPlan, spill: Path, staging: Path, names: list[str],
-                 report: Progress) -> dict[str, str]:
-    """Sort and write every part; the digest of each file by name.
+                 report: Progress) -> tuple[dict[str, str], pa.Table | None]:
+    """Sort and write every part; the digest of each file by name, and the counts of the
+    distinct rows (`ppdp.row_counts`), counted part by part.
 
     Two parts at a time: while one is sorted (Polars) the other is encoded and compressed
     (Parquet), each releasing the GIL, so both cores work; memory is two parts."""
+    counter = RowCounter()
 
-    def write(index: int) -> str:
-        return write_parquet(staging / names[index], _part_table(plan, spill, index))
+    def write(index: int) -> tuple[str, Any]:
+        table = _part_table(plan, spill, index)
+        return write_parquet(staging / names[index], table), counter.count_part(table)
 
     digests = {}
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ppdp-part") as pool:
-        for index, digest in enumerate(pool.map(write, range(len(names)))):
+        for index, (digest, counted) in enumerate(pool.map(write, range(len(names)))):
             digests[names[index]] = digest
+            counter.add(counted)
             report("writing parts", index + 1, len(names))
-    return digests
+    return digests, counter.table()
 
 
 def _part_table(plan: RowPlan, spill: Path, index: int) -> pa.Table:

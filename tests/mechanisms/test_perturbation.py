@@ -335,8 +335,8 @@ def test_publish_keeps_non_sensitive_columns_and_input(adult):
 def test_release_round_trip_and_file_contents(adult, tmp_path):
     release = UniformPerturbation(rho1=0.077, rho2=0.2).publish(adult, random_state=8675309)
     path = release.save(tmp_path / "up")
-    assert sorted(p.name for p in path.iterdir()) == ["release.json", "rows.parquet",
-                                                      "subtables.parquet"]
+    assert sorted(p.name for p in path.iterdir()) == ["release.json", "row_counts.parquet",
+                                                      "rows.parquet", "subtables.parquet"]
     # One sub-table: the rows carry no sub-table column.
     assert pq.read_table(path / "rows.parquet").column_names == list(adult.schema.names)
     # The single sub-table's domain is the whole occupation domain.

@@ -17,6 +17,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import ppdp
+import ppdp.query
 from ppdp import PerturbationPartitioning, UniformPerturbation
 from ppdp.errors import InfeasibleError, ReleaseError
 from ppdp.mechanisms.perturbation import amplification_gamma, error_bound, uniform_probabilities
@@ -405,8 +406,8 @@ def test_release_round_trip_and_file_contents(adult, tmp_path):
     release = PerturbationPartitioning(rho1=0.077, rho2=0.2).publish(adult,
                                                                      random_state=8675309)
     path = release.save(tmp_path / "sdr")
-    assert sorted(p.name for p in path.iterdir()) == ["release.json", "rows.parquet",
-                                                      "subtables.parquet"]
+    assert sorted(p.name for p in path.iterdir()) == ["release.json", "row_counts.parquet",
+                                                      "rows.parquet", "subtables.parquet"]
     rows = pq.read_table(path / "rows.parquet")
     assert rows.column_names == [*adult.schema.names, "subtable"]  # several sub-tables
     metadata = json.loads((path / "release.json").read_text())
@@ -450,11 +451,19 @@ def test_single_subtable_release_has_no_subtable_column(tmp_path):
     assert loaded.count("s = 'x'") == release.count("s = 'x'")
 
 
-def test_tampered_rows_fail_to_load(adult, tmp_path):
+@pytest.mark.parametrize("stored", ["rows", "row_counts"])
+def test_tampered_rows_fail_to_load(adult, tmp_path, stored):
+    """In the rows (of a release saved without row counts, as when they are too many: loading
+    reads the rows), or in the counts of the distinct rows that loading counts from."""
     release = PerturbationPartitioning(rho1=0.077, rho2=0.2).publish(adult, random_state=1)
-    path = release.save(tmp_path / "sdr")
+    with pytest.MonkeyPatch.context() as patch:
+        if stored == "rows":
+            patch.setattr(ppdp.query, "MAX_SUMMARY_ROWS", 0)
+        path = release.save(tmp_path / "sdr")
+    assert (path / "row_counts.parquet").exists() == (stored == "row_counts")
+    file = f"{stored}.parquet"
     domain = adult.schema["occupation"].domain
-    rows = pq.read_table(path / "rows.parquet")
+    rows = pq.read_table(path / file)
     subtable = rows.column("subtable").to_numpy()
     occupation = rows.column("occupation").combine_chunks().dictionary_decode().to_pylist()
     # A row of a sub-table whose SA_i lacks some value: give it that value.
@@ -468,8 +477,7 @@ def test_tampered_rows_fail_to_load(adult, tmp_path):
         changed[row] = value
         column = rows.column_names.index("occupation")
         # Digests recomputed: a crafted release that passes the integrity check.
-        rewrite_file(path, "rows.parquet",
-                     rows.set_column(column, "occupation", pa.array(changed)))
+        rewrite_file(path, file, rows.set_column(column, "occupation", pa.array(changed)))
 
     write(inside)  # a control: a value within SA_i still loads
     assert ppdp.load_release(path).n_rows == adult.n_rows
