@@ -3,11 +3,15 @@
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import ppdp
+import ppdp.plans
+from ppdp import DBR, FRAPP, PerturbationPartitioning, UniformPerturbation
 from ppdp.keyed import KeyedStream
-from ppdp.plans import QuotaAssignment, in_release_order, part_of, row_ranks
+from ppdp.plans import QuotaAssignment, in_release_order, part_of, rank_order, row_ranks
 
 
 def assign(values, counts, key, batch_rows, order=None):
@@ -118,3 +122,29 @@ def test_release_order_is_by_rank_then_row_id_and_parts_are_contiguous():
     assert np.all(np.diff(parts) >= 0) and set(parts.tolist()) == set(range(7))
     # The ranks of a batch are those of the same rows in the whole.
     assert np.array_equal(row_ranks(3, 1234, 100), ranks[1234:1334])
+
+
+def test_rank_order_breaks_ties_by_row_id_given_or_by_position():
+    tied = np.array([7, 7, 2, 7], dtype=np.uint64)
+    assert rank_order(tied).tolist() == [2, 0, 1, 3]
+    assert rank_order(tied, np.array([9, 8, 0, 1])).tolist() == [2, 3, 1, 0]
+
+
+@pytest.mark.parametrize("name", ["dbr", "uniform", "sdr", "frapp"])
+def test_halves_on_two_threads_publish_what_one_batch_does(name, monkeypatch):
+    """The in-memory executor takes large batches in two halves (passes and kernel)."""
+    make = {"dbr": DBR, "uniform": lambda: UniformPerturbation(rho1=0.077, rho2=0.2),
+            "sdr": lambda: PerturbationPartitioning(rho1=0.077, rho2=0.2),
+            "frapp": lambda: FRAPP(k=10, gamma=0.2)}[name]
+    table = ppdp.datasets.adult(sensitive="occupation")
+    whole = make().publish(table, random_state=11)
+    split = []
+    work = ppdp.plans.in_halves
+    monkeypatch.setattr(ppdp.plans, "PARALLEL_ROWS", 1000)
+    monkeypatch.setattr(ppdp.plans, "in_halves",
+                        lambda *args: split.append(1) or work(*args))
+    halves = make().publish(table, random_state=11)
+    assert split and all(len(work(lambda s, c: s, 0, {"v": np.zeros(n)})) == 2
+                         for n in (1000, 1001))
+    for column, codes in whole.codes.items():
+        np.testing.assert_array_equal(halves.codes[column], codes)

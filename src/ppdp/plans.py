@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -39,7 +41,7 @@ class Pass(Protocol):
     columns: tuple[str, ...]
 
     def update(self, start: int, codes: Mapping[str, np.ndarray]) -> None:
-        """Take one batch into the summary."""
+        """Take one batch into the summary (safe to call from two threads at once)."""
 
     def finish(self) -> None:
         """Turn what was taken in into the summary the kernel uses."""
@@ -73,11 +75,33 @@ class RowPlan:
 
 def run_passes(passes: Iterable[Pass], source: Source,
                batch_rows: int = DEFAULT_BATCH_ROWS) -> None:
-    """Feed every batch of the source to each pass in turn, finishing each before the next."""
+    """Feed every batch of the source to each pass in turn, finishing each before the next
+    (a batch of `PARALLEL_ROWS` rows or more in two halves, on two threads)."""
     for step in passes:
         for start, codes in source.batches(batch_rows, step.columns):
-            step.update(start, codes)
+            in_halves(step.update, start, codes)
         step.finish()
+
+
+PARALLEL_ROWS = 1 << 20
+"""Rows of a batch from which passes and the in-memory kernel take it in two halves."""
+
+T = TypeVar("T")
+
+
+def in_halves(work: Callable[[int, Mapping[str, np.ndarray]], T], start: int,
+              codes: Mapping[str, np.ndarray]) -> list[T]:
+    """``work(start, codes)`` of a batch, or of its two halves on two threads when it holds
+    `PARALLEL_ROWS` rows or more (numpy releases the GIL; draws keyed by row id make two
+    halves draw what the whole batch would)."""
+    n_rows = len(next(iter(codes.values()))) if codes else 0
+    if n_rows < PARALLEL_ROWS:
+        return [work(start, codes)]
+    half = n_rows // 2
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ppdp-half") as pool:
+        first = pool.submit(work, start, {name: values[:half] for name, values in codes.items()})
+        second = work(start + half, {name: values[half:] for name, values in codes.items()})
+        return [first.result(), second]
 
 
 # -- shuffling and parts ---------------------------------------------------------------------
@@ -102,32 +126,38 @@ def part_of(ranks: np.ndarray, parts: int) -> np.ndarray:
 
 
 def in_release_order(columns: Mapping[str, np.ndarray], ranks: np.ndarray,
-                     row_ids: np.ndarray | None = None) -> dict[str, np.ndarray]:
+                     row_ids: np.ndarray | None = None,
+                     order: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The rows (code arrays by column) sorted by rank, equal ranks by row id (``row_ids``, or
-    the positions themselves when the rows are in row-id order)."""
+    the positions themselves when the rows are in row-id order); ``order``, if given, is
+    their `rank_order`, found beforehand."""
     import polars as pl
 
-    # Polars sorts and gathers every column on all cores: three times numpy's argsort and
-    # fancy indexing at 10^7 rows.
-    frame = pl.DataFrame({**{name: np.asarray(values) for name, values in columns.items()},
-                          _RANK: ranks})
-    if row_ids is None:
-        row_ids = np.arange(len(ranks), dtype=np.int64)
-    ordered = frame.sort(_RANK)
-    sorted_ranks = ordered.get_column(_RANK).to_numpy()
-    if np.any(sorted_ranks[1:] == sorted_ranks[:-1]):
-        # Equal 64-bit ranks (about n^2 / 2^65 of them): order those rows by id as well.
-        ordered = frame.with_columns(pl.Series(_ROW, row_ids)).sort([_RANK, _ROW])
+    if order is None:
+        order = rank_order(ranks, row_ids)
+    # Polars gathers every column on all cores: four times numpy's fancy indexing.
+    ordered = pl.DataFrame({name: np.asarray(values) for name, values in columns.items()})[
+        pl.Series(order)]
     return {name: ordered.get_column(name).to_numpy() for name in columns}
 
 
 def rank_order(ranks: np.ndarray, row_ids: np.ndarray | None = None) -> np.ndarray:
-    """Positions of the rows in release order (see `in_release_order`)."""
-    positions = np.arange(len(ranks), dtype=np.int64)
-    return in_release_order({"position": positions}, ranks, row_ids)["position"]
+    """Positions of the rows in release order: by rank, equal ranks by row id (see
+    `in_release_order`)."""
+    import polars as pl
+
+    # Polars sorts on all cores: four times numpy's argsort at 10^7 rows.
+    order = pl.Series(_RANK, ranks).arg_sort().to_numpy()
+    sorted_ranks = ranks[order]
+    if np.any(sorted_ranks[1:] == sorted_ranks[:-1]):
+        # Equal 64-bit ranks (about n^2 / 2^65 of them): order those rows by id as well.
+        ids = np.arange(len(ranks), dtype=np.int64) if row_ids is None else row_ids
+        order = pl.DataFrame({_RANK: ranks, _ROW: ids}).with_row_index(_POSITION) \
+            .sort([_RANK, _ROW]).get_column(_POSITION).to_numpy()
+    return order
 
 
-_RANK, _ROW = "__rank", "__row"
+_RANK, _ROW, _POSITION = "__rank", "__row", "__position"
 
 
 # -- exact quotas ------------------------------------------------------------------------------
@@ -166,6 +196,7 @@ class QuotaAssignment:
         self._collected: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._thresholds: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._stage = 0
+        self._lock = threading.Lock()
 
     # The two passes share update/finish: the first bins, the second collects.
     def update(self, start: int, codes: Mapping[str, np.ndarray]) -> None:
@@ -173,14 +204,18 @@ class QuotaAssignment:
         draws = self.stream.raw(start, len(values))
         cells = (values << self._bin_bits) | (draws >> np.uint64(64 - self._bin_bits)) \
             .astype(np.int64)
+        # Batches may come from two threads at once (`in_halves`): only adding up is locked.
         if self._stage == 0:
-            self._binned += np.bincount(cells, minlength=len(self._binned))
+            binned = np.bincount(cells, minlength=len(self._binned))
+            with self._lock:
+                self._binned += binned
             return
         hit = np.isin(cells, self._boundary["cells"])
         if hit.any():
             rows = np.flatnonzero(hit)
-            self._collected.append((cells[rows], self._sort_key(values[rows], draws[rows]),
-                                    rows + start))
+            found = (cells[rows], self._sort_key(values[rows], draws[rows]), rows + start)
+            with self._lock:
+                self._collected.append(found)
 
     def finish(self) -> None:
         if self._stage == 0:
@@ -300,12 +335,18 @@ def execute_in_memory(plan: RowPlan, source: Source, key: int) -> PublishedRows:
     whole = max(n_rows, 1)
     run_passes(plan.passes, source, whole)
     _, codes = next(iter(source.batches(whole, plan.input_columns)), (0, {}))
-    published = plan.kernel(codes, 0)
     ranks = row_ranks(key, 0, n_rows)
-    parts = part_count(n_rows)
-    part_rows = np.bincount(part_of(ranks, parts), minlength=parts)
-    return PublishedRows(in_release_order(published, ranks),
-                         tuple(int(r) for r in part_rows))
+    # The release order, found while the kernel runs.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ppdp-order") as pool:
+        order = pool.submit(rank_order, ranks)
+        halves = in_halves(lambda start, rows: plan.kernel(rows, start), 0, codes)
+        published = halves[0] if len(halves) == 1 else {
+            name: np.concatenate([values, halves[1][name]])
+            for name, values in halves[0].items()}
+        parts = part_count(n_rows)
+        part_rows = np.bincount(part_of(ranks, parts), minlength=parts)
+        return PublishedRows(in_release_order(published, ranks, order=order.result()),
+                             tuple(int(r) for r in part_rows))
 
 
 def split_parts(table: Any, part_rows: Sequence[int] | None) -> Any:
