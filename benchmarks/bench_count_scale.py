@@ -5,7 +5,7 @@
                                            [--cache cold|warm]
 
 Each repetition runs every step in a fresh Python process, so that each one loads the release
-as a user would (digests verified, the rows' values checked against their domains) and reports
+as a user would (digests verified, values checked against their domains) and reports
 its own peak resident memory (getrusage):
 
 * ``count``: load, then one count query;
@@ -16,11 +16,14 @@ its own peak resident memory (getrusage):
 Queries are conjunctions of conditions on 1 to 3 columns of the release, drawn with a fixed
 seed from the schema's domains (an equality, an IN list, or a range on numeric columns).
 
-Loading a row-publishing release aggregates its rows once into the counts of their distinct
-tuples, kept in the user's cache directory (`ppdp.query.cache_directory`). ``--cache cold``
-(default) gives every process an empty cache directory of its own, so that every load makes
-that full pass; ``--cache warm`` fills one cache directory first (untimed) and shares it, as
-every load but the first of a release would. Reported: the median of each time over the
+Loading a row-publishing release reads the counts of its distinct rows that its publisher
+wrote (``row_counts.parquet``, `ppdp.row_counts`). A release without them (more than 2^22
+distinct rows, or its file removed from ``release.json``) is aggregated once into those counts,
+kept in the user's cache directory (`ppdp.query.cache_directory`), as is the record of the
+files whose digests were verified. ``--cache cold`` (default) gives every process an empty
+cache directory of its own, so that every load hashes every file (and makes any full pass);
+``--cache warm`` fills one cache directory first (untimed) and shares it, as every load but the
+first of a release would. Reported: the median of each time over the
 repetitions (the files themselves are read from the page cache after the first), and the
 largest peak resident memory of each step.
 

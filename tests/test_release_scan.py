@@ -18,6 +18,7 @@ import ppdp
 import ppdp.plans
 import ppdp.query
 import ppdp.release
+import ppdp.row_counts
 from ppdp import DBR, FRAPP, Anatomy, PerturbationPartitioning, UniformPerturbation
 from ppdp.errors import ReleaseError
 from ppdp.query import Cube, ScanCube
@@ -74,9 +75,9 @@ def adult() -> Table:
 
 def save_uncounted(release: Release, path: Path) -> Path:
     """Save a release as one whose rows are too many distinct rows to count (more than
-    `MAX_SUMMARY_ROWS`): without `row_counts.parquet`, so that loading reads its rows."""
+    `MAX_COUNTED_ROWS`): without `row_counts.parquet`, so that loading reads its rows."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ppdp.query, "MAX_SUMMARY_ROWS", 0)
+        patch.setattr(ppdp.row_counts, "MAX_COUNTED_ROWS", 0)
         saved = release.save(path)
     assert not (saved / "row_counts.parquet").exists()
     return saved
@@ -660,17 +661,39 @@ def test_a_release_with_row_counts_loads_without_reading_its_rows(
 
 
 def test_row_counts_of_too_many_distinct_rows_are_not_written(
-        counted: dict[str, tuple[Release, Path]], tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        counted: dict[str, tuple[Release, Path]], tmp_path: Path) -> None:
     path = counted["dbr"][1]
     distinct = pq.read_metadata(path / "row_counts.parquet").num_rows
-    monkeypatch.setattr(ppdp.query, "MAX_SUMMARY_ROWS", distinct - 1)
-    saved = load_release(path).save(tmp_path / "again")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ppdp.row_counts, "MAX_COUNTED_ROWS", distinct - 1)
+        saved = load_release(path).save(tmp_path / "again")
     assert "row_counts" not in json.loads((saved / "release.json").read_text())["files"]
-    monkeypatch.setattr(ppdp.query, "MAX_SUMMARY_ROWS", distinct)
     again = load_release(path).save(tmp_path / "once-more")
     assert (again / "row_counts.parquet").read_bytes() == \
         (path / "row_counts.parquet").read_bytes()
+
+
+def rows_table(keys: range) -> pa.Table:
+    """A published table of one dictionary column whose rows hold these codes."""
+    return pa.table({"x": pa.DictionaryArray.from_arrays(pa.array(list(keys), pa.int32()),
+                                                         pa.array(range(1000)))})
+
+
+@pytest.mark.parametrize(("second", "counted"), [(range(0, 100), True),
+                                                  (range(100, 200), False)])
+def test_counting_stops_when_the_parts_left_would_pass_the_limit(
+        second: range, counted: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ten parts, 100 distinct rows in the first: a second part that adds none is counted on,
+    one that adds 100 projects 200 + 8 * 100 rows, past a limit of 500."""
+    monkeypatch.setattr(ppdp.row_counts, "MAX_COUNTED_ROWS", 500)
+    counter = ppdp.row_counts.RowCounter(10)
+    for part in [range(0, 100), second, *[range(0, 100)] * 8]:
+        counter.add(counter.count_part(rows_table(part)))
+    table = counter.table()
+    assert (table is not None) == counted
+    if table is not None:
+        assert table.column("x").combine_chunks().indices.to_pylist() == list(range(100))
+        assert table.column("__count").to_pylist() == [10] * 100
 
 
 def crafted_counts(path: Path, change: Callable[[pa.Table], pa.Table]) -> None:

@@ -17,7 +17,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import ppdp
-import ppdp.query
+import ppdp.row_counts
 from ppdp import PerturbationPartitioning, UniformPerturbation
 from ppdp.errors import InfeasibleError, ReleaseError
 from ppdp.mechanisms.perturbation import amplification_gamma, error_bound, uniform_probabilities
@@ -458,7 +458,7 @@ def test_tampered_rows_fail_to_load(adult, tmp_path, stored):
     release = PerturbationPartitioning(rho1=0.077, rho2=0.2).publish(adult, random_state=1)
     with pytest.MonkeyPatch.context() as patch:
         if stored == "rows":
-            patch.setattr(ppdp.query, "MAX_SUMMARY_ROWS", 0)
+            patch.setattr(ppdp.row_counts, "MAX_COUNTED_ROWS", 0)
         path = release.save(tmp_path / "sdr")
     assert (path / "row_counts.parquet").exists() == (stored == "row_counts")
     file = f"{stored}.parquet"
