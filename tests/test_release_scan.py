@@ -679,21 +679,21 @@ def rows_table(keys: range) -> pa.Table:
                                                          pa.array(range(1000)))})
 
 
-@pytest.mark.parametrize(("second", "counted"), [(range(0, 100), True),
-                                                  (range(100, 200), False)])
-def test_counting_stops_when_the_parts_left_would_pass_the_limit(
-        second: range, counted: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ten parts, 100 distinct rows in the first: a second part that adds none is counted on,
-    one that adds 100 projects 200 + 8 * 100 rows, past a limit of 500."""
-    monkeypatch.setattr(ppdp.row_counts, "MAX_COUNTED_ROWS", 500)
-    counter = ppdp.row_counts.RowCounter(10)
-    for part in [range(0, 100), second, *[range(0, 100)] * 8]:
-        counter.add(counter.count_part(rows_table(part)))
+def test_counting_stops_past_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parts of 100 distinct rows each: 300 distinct rows in three parts pass a limit of 250,
+    and later parts are not counted; 100 distinct rows in three parts are counted."""
+    monkeypatch.setattr(ppdp.row_counts, "MAX_COUNTED_ROWS", 250)
+    counter = ppdp.row_counts.RowCounter()
+    for start in (0, 100, 200):
+        counter.add(counter.count_part(rows_table(range(start, start + 100))))
+    assert counter.table() is None and counter.count_part(rows_table(range(5))) is None
+    counter = ppdp.row_counts.RowCounter()
+    for _ in range(3):
+        counter.add(counter.count_part(rows_table(range(100))))
     table = counter.table()
-    assert (table is not None) == counted
-    if table is not None:
-        assert table.column("x").combine_chunks().indices.to_pylist() == list(range(100))
-        assert table.column("__count").to_pylist() == [10] * 100
+    assert table is not None
+    assert table.column("x").combine_chunks().indices.to_pylist() == list(range(100))
+    assert table.column("__count").to_pylist() == [3] * 100
 
 
 def crafted_counts(path: Path, change: Callable[[pa.Table], pa.Table]) -> None:

@@ -157,7 +157,7 @@ def publish_blocks(mechanism: GroupMechanism, source: Source,
         files: dict[str, list[str]] = {}
         digests: dict[str, str] = {}
         n_rows = groups = 0
-        counter = RowCounter(n_blocks)
+        counter = RowCounter()
         for block, spill in enumerate(spills):
             release = _publish_spill(mechanism, spill, schema, source.name, key, block,
                                      n_blocks)

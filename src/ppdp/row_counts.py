@@ -57,14 +57,12 @@ class RowCounter:
     """Counts the distinct rows of a published table given part by part.
 
     `count_part` (safe to call from several threads) counts one part; `add` (one thread)
-    merges those counts, in the order of the parts; `table` gives the result, or None when
-    the rows cannot be counted or hold more than `MAX_COUNTED_ROWS` distinct rows (or, by the
-    growth of the counts, will: ``parts`` says how many parts there are).
+    merges those counts; `table` gives the result, or None when the rows cannot be counted or
+    hold more than `MAX_COUNTED_ROWS` distinct rows (counting stops there: rows drawn at random
+    from a large domain, as FRAPP's replaced rows are, reach it in a few parts).
     """
 
-    def __init__(self, parts: int = 1) -> None:
-        self._parts = parts
-        self._added = self._height = 0
+    def __init__(self) -> None:
         self._merged: Any = None
         self._layout: tuple[tuple[pa.Field, ...], tuple[Any, ...]] | None = None
         self._abandoned = False
@@ -116,13 +114,7 @@ class RowCounter:
         if self._merged is None:
             self._abandon()
             return
-        # Given up as soon as the rows that the last part added, added by every part left,
-        # would pass the limit: parts of rows drawn at random from a large domain (FRAPP's)
-        # add as many new rows each, and counting them all would be wasted.
-        height, grown = self._merged.height, self._merged.height - self._height
-        self._added, self._height = self._added + 1, height
-        projected = height + (grown * (self._parts - self._added) if self._added > 1 else 0)
-        if max(height, projected) > MAX_COUNTED_ROWS:
+        if self._merged.height > MAX_COUNTED_ROWS:
             self._abandon()
 
     def _abandon(self) -> None:
@@ -158,8 +150,7 @@ def _same_layout(first: tuple[Any, ...], other: tuple[Any, ...]) -> bool:
 
 def count_rows(parts: pa.Table | list[pa.Table]) -> pa.Table | None:
     """The distinct rows of a published table (whole or in parts) and their counts."""
-    parts = parts if isinstance(parts, list) else [parts]
-    counter = RowCounter(len(parts))
-    for part in parts:
+    counter = RowCounter()
+    for part in parts if isinstance(parts, list) else [parts]:
         counter.add(counter.count_part(part))
     return counter.table()

@@ -131,7 +131,7 @@ def _write_parts(plan: RowPlan, spill: Path, staging: Path, names: list[str],
 
     Two parts at a time: while one is sorted (Polars) the other is encoded and compressed
     (Parquet), each releasing the GIL, so both cores work; memory is two parts."""
-    counter = RowCounter(len(names))
+    counter = RowCounter()
 
     def write(index: int) -> tuple[str, Any]:
         table = _part_table(plan, spill, index)
