@@ -43,7 +43,8 @@ def _column_codes(array: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, int] |
     """A published column's codes and the number of codes it may hold: a dictionary column's
     indices, or an unsigned integer column's values; None for any other column."""
     if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
+        # A part is one chunk (not copied); a table read back may be several.
+        array = array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
     if array.null_count:
         return None
     if pa.types.is_dictionary(array.type):
