@@ -1624,7 +1624,9 @@ class ScanCube(Cube):
     the files' distinct rows, aggregated once, or else come from streaming Polars aggregations
     over the files, ``group_by(columns).agg(len)``; either way they are cached like a Cube's.
 
-    The rows are never all in memory. Construction reads every row once, as decoding them
+    The rows are never all in memory. Given ``row_counts`` (the counts of the files' distinct
+    rows that the publisher wrote, `ppdp.row_counts`), construction checks the files' footers
+    and those counts and reads no row. Otherwise it reads every row once, as decoding them
     would, to check that the files hold ``n_rows`` rows and every column and that every value
     of each column lies in its domain; that pass also counts each column's values and the
     distinct rows (value combinations of every column), up to `MAX_SUMMARY_ROWS` of them.
