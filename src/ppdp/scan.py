@@ -117,8 +117,12 @@ class _ParquetReader(_Reader):
         with pq.ParquetFile(self.path, read_dictionary=[c for c in columns if c in self.text]
                             ) as file:
             for group in range(file.num_row_groups):
-                yield from file.iter_batches(batch_size=batch_rows, row_groups=[group],
-                                             columns=list(columns))
+                for batch in file.iter_batches(batch_size=batch_rows, row_groups=[group],
+                                               columns=list(columns)):
+                    # A damaged file can decode into invalid Arrow data (dictionary indices
+                    # out of range, text that is not UTF-8): refused here, not used.
+                    batch.validate(full=True)
+                    yield batch
 
 
 class _CsvReader(_Reader):
@@ -185,13 +189,14 @@ def _valid_indices(dictionary: pa.Array, indices: pa.Array) -> np.ndarray:
 
 def _through(lookup: np.ndarray, indices: pa.Array) -> np.ndarray:
     """``lookup[i]`` for each dictionary index i (-1 where the index is null)."""
-    positions = indices.to_numpy(zero_copy_only=False)
     if indices.null_count:
         valid = indices.is_valid().to_numpy(zero_copy_only=False)
         if not lookup.size:
             return np.full(len(indices), -1, dtype=np.int64)
-        return np.where(valid, lookup[np.where(valid, positions, 0)], -1)
-    return lookup[positions]
+        # Null indices would come out of Arrow as floats (NaN): index 0 stands in for them.
+        positions = pc.fill_null(indices, 0).to_numpy(zero_copy_only=False)
+        return np.where(valid, lookup[positions], -1)
+    return lookup[indices.to_numpy(zero_copy_only=False)]
 
 
 def _sliced(batch: pa.RecordBatch, batch_rows: int) -> Iterator[pa.RecordBatch]:
