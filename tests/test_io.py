@@ -587,3 +587,56 @@ def test_errors_stay_on_one_line(tmp_path: Path) -> None:
     with pytest.raises(MissingValuesError,
                        match=r"^missing values in 1 column: 'two\\nlines' \(1\)"):
         read_table(path)
+
+
+def _equal_tables(a, b) -> None:
+    assert a.schema == b.schema
+    assert a.dropped_rows == b.dropped_rows and a.name == b.name
+    for name in a.schema.names:
+        np.testing.assert_array_equal(a.codes[name], b.codes[name])
+        assert a.codes[name].dtype == b.codes[name].dtype
+
+
+@pytest.mark.parametrize("options", [
+    {"sensitive": "occupation"},
+    {"sensitive": "occupation", "observed_domains": True, "columns": ["age", "occupation"]},
+    {"missing": "drop", "na_values": ["?", "Sales"]},
+    {"domains": {"age": {"min": 0, "max": 120}}, "quasi_identifiers": ["age", "sex"]},
+])
+def test_parquet_read_in_batches_equals_the_whole_table(options, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_table reads Parquet one row group at a time, cleaning on dictionaries; the
+    whole-table path (kept for what that cannot read) gives the same table."""
+    import ppdp
+    import ppdp.io
+
+    adult = ppdp.datasets.adult().to_arrow()
+    extra = pa.table({"flag": pa.array([i % 3 == 0 for i in range(adult.num_rows)]),
+                      "when": pa.array([f"2020-01-{1 + i % 28:02d}" for i in
+                                        range(adult.num_rows)]),
+                      "padded": pa.array([" a", "b ", "c"] * (adult.num_rows // 3))})
+    data = pa.table({**{n: adult.column(n) for n in adult.column_names},
+                     **{n: extra.column(n) for n in extra.column_names}})
+    path = tmp_path / "adult.parquet"
+    pq.write_table(data, path, row_group_size=7000)
+    read_in_batches = ppdp.io._read_parquet_in_batches
+    read: list[object] = []
+    monkeypatch.setattr(ppdp.io, "_read_parquet_in_batches",
+                        lambda *a, **k: read.append(read_in_batches(*a, **k)) or read[-1])
+    batched = read_table(path, **options)
+    assert read and read[-1] is batched  # read in batches, not by the whole-table path
+    monkeypatch.setattr(ppdp.io, "_read_parquet_in_batches", lambda *a, **k: None)
+    _equal_tables(batched, read_table(path, **options))
+
+
+def test_parquet_the_batches_cannot_read_falls_back_to_the_whole_table(
+        tmp_path: Path) -> None:
+    """An ordered categorical declares its domain in order; read_table keeps that order."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"size": pd.Categorical(["M", "S", "L", "S"],
+                                                 categories=["S", "M", "L"], ordered=True)})
+    path = tmp_path / "ordered.parquet"
+    frame.to_parquet(path)
+    table = read_table(path)
+    assert list(table.schema["size"].domain) == ["S", "M", "L"]
