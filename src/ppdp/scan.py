@@ -117,12 +117,8 @@ class _ParquetReader(_Reader):
         with pq.ParquetFile(self.path, read_dictionary=[c for c in columns if c in self.text]
                             ) as file:
             for group in range(file.num_row_groups):
-                for batch in file.iter_batches(batch_size=batch_rows, row_groups=[group],
-                                               columns=list(columns)):
-                    # A damaged file can decode into invalid Arrow data (dictionary indices
-                    # out of range, text that is not UTF-8): refused here, not used.
-                    batch.validate(full=True)
-                    yield batch
+                yield from file.iter_batches(batch_size=batch_rows, row_groups=[group],
+                                             columns=list(columns))
 
 
 class _CsvReader(_Reader):
@@ -195,8 +191,16 @@ def _through(lookup: np.ndarray, indices: pa.Array) -> np.ndarray:
             return np.full(len(indices), -1, dtype=np.int64)
         # Null indices would come out of Arrow as floats (NaN): index 0 stands in for them.
         positions = pc.fill_null(indices, 0).to_numpy(zero_copy_only=False)
-        return np.where(valid, lookup[positions], -1)
-    return lookup[indices.to_numpy(zero_copy_only=False)]
+        return np.where(valid, lookup[_checked(positions)], -1)
+    return lookup[_checked(indices.to_numpy(zero_copy_only=False))]
+
+
+def _checked(positions: np.ndarray) -> np.ndarray:
+    """Dictionary indices, refused if negative (numpy would count those from the end; one
+    past the end is refused by numpy itself): a damaged file can decode into such."""
+    if positions.size and positions.min() < 0:
+        raise ValueError("a dictionary index is negative: the file is damaged")
+    return positions
 
 
 def _sliced(batch: pa.RecordBatch, batch_rows: int) -> Iterator[pa.RecordBatch]:
@@ -364,6 +368,8 @@ class ScanSource:
         if kept is not None and kept[0].equals(dictionary):
             return kept[1]
         value_set = self._columns[name].dictionary()
+        # Text that is not UTF-8 (a damaged file) is refused here, once per dictionary.
+        dictionary.validate(full=True)
         cleaned = self._cleaned(name, dictionary)
         if not cleaned.type.equals(value_set.type):
             cleaned = pc.cast(cleaned, value_set.type)
@@ -387,7 +393,7 @@ class ScanSource:
         if array.indices.null_count or (lookup.size and lookup.min() < 0):
             return None
         return lookup.astype(self.schema[name].dtype)[
-            array.indices.to_numpy(zero_copy_only=False)]
+            _checked(array.indices.to_numpy(zero_copy_only=False))]
 
     def _outside_error(self, name: str, codes: np.ndarray, array: pa.Array) -> SchemaError:
         outside = pc.unique(pc.filter(array, pa.array(codes == -2))).to_pylist()[:5]
