@@ -82,8 +82,8 @@ class RowCounter:
         sizes = [column[1] for column in columns if column is not None]
         keys = pack_codes(codes, sizes)
         if len(keys) == 1:
-            # One key (the usual case): Arrow's hash count, on this thread alone, measured
-            # at 40 % of the CPU time of a Polars group_by on 4 * 10^6 rows.
+            # One key (the usual case): Arrow's hash count, on this thread alone: 0.04 CPU
+            # seconds against Polars' 0.08 (group_by) on 4 * 10^6 rows of 30,000 keys.
             counted = pc.value_counts(pa.array(keys[0]))
             frame = pl.DataFrame({"k0": counted.field("values").to_numpy(),
                                   "n": counted.field("counts").to_numpy()})
@@ -112,10 +112,7 @@ class RowCounter:
             self._abandon()
             return
         self._merged = frame if self._merged is None else _add_distinct([self._merged, frame])
-        if self._merged is None:
-            self._abandon()
-            return
-        if self._merged.height > MAX_COUNTED_ROWS:
+        if self._merged is None or self._merged.height > MAX_COUNTED_ROWS:
             self._abandon()
 
     def _abandon(self) -> None:
@@ -132,7 +129,7 @@ class RowCounter:
         order = np.lexsort(keys[::-1])
         codes = unpack_codes([key[order] for key in keys], sizes)
         arrays = [pa.DictionaryArray.from_arrays(pa.array(values, field.type.index_type),
-                                                 dictionary)
+                                                 dictionary, ordered=field.type.ordered)
                   if dictionary is not None else pa.array(values, field.type)
                   for field, dictionary, values in zip(fields, dictionaries, codes,
                                                        strict=True)]
