@@ -193,9 +193,9 @@ def _read_parquet_in_batches(path: Path, **options: Any) -> Table | None:
     cannot read as read_table would (an ordered categorical column, whose categories declare
     its domain; repeated names; nested columns; any error): the whole-table path reads those.
 
-    The rules are read_table's (the streaming tests check that both give the same table); the
-    codes are written into arrays of the final size, so memory peaks at the encoded table and
-    one row group: at 10^7 rows of Adult, 1.2 s instead of 9.4 s."""
+    The rules are read_table's (`tests/test_io.py` checks that both paths give the same
+    table); the codes are written into arrays of the final size: at 10^7 rows of Adult, 1.1 s
+    and memory growing by 1.5 times the encoded table, against 8.8 s and 24 times read whole."""
     from ppdp.scan import scan_table
 
     try:

@@ -138,9 +138,8 @@ class RowCounter:
 
 
 def _same_layout(first: tuple[Any, ...], other: tuple[Any, ...]) -> bool:
-    """Whether two parts have the same columns, types and dictionaries."""
-    if not other[1]:
-        return True  # an empty part has no dictionaries to compare
+    """Whether two parts have the same columns, types and dictionaries (empty parts never
+    get here: `RowCounter.add` skips them)."""
     return first[0] == other[0] and all(
         (a is None and b is None) or (a is not None and b is not None and a.equals(b))
         for a, b in zip(first[1], other[1], strict=True))
