@@ -130,6 +130,23 @@ def test_rank_order_breaks_ties_by_row_id_given_or_by_position():
     assert rank_order(tied, np.array([9, 8, 0, 1])).tolist() == [2, 3, 1, 0]
 
 
+@pytest.mark.parametrize("bits", [64, 40, 8])
+def test_rank_order_is_the_order_of_rank_then_row_id(bits):
+    """Ranks spread over 2^64 (leading bits cut, ties among them re-sorted), over 2^40 (a
+    part's ranks) and over 2^8 (every rank tied many times), with row ids in any order."""
+    rng = np.random.default_rng(bits)
+    ranks = rng.integers(0, 1 << bits, 50_000, dtype=np.uint64, endpoint=False) \
+        if bits < 64 else rng.integers(0, np.iinfo(np.uint64).max, 50_000, dtype=np.uint64)
+    # A run of 1,000 ranks equal but in their last 16 bits: one leading word in the 64-bit
+    # case (50,000 positions take 16 bits), so that run is re-sorted by the whole rank.
+    ranks[:1000] = (ranks[0] >> np.uint64(16)) << np.uint64(16) \
+        | rng.integers(0, 1 << 16, 1000, dtype=np.uint64)
+    ranks[1000:1100] = ranks[:100]
+    ids = rng.permutation(50_000)
+    np.testing.assert_array_equal(rank_order(ranks, ids), np.lexsort((ids, ranks)))
+    np.testing.assert_array_equal(rank_order(ranks), np.lexsort((np.arange(50_000), ranks)))
+
+
 @pytest.mark.parametrize("name", ["dbr", "uniform", "sdr", "frapp"])
 def test_halves_on_two_threads_publish_what_one_batch_does(name, monkeypatch):
     """The in-memory executor takes large batches in two halves (passes and kernel)."""

@@ -26,6 +26,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from ppdp.keyed import KeyedStream
+from ppdp.sorted_search import SortedSearch
 from ppdp.sources import DEFAULT_BATCH_ROWS, Source
 from ppdp.table import Schema
 
@@ -146,14 +147,31 @@ def rank_order(ranks: np.ndarray, row_ids: np.ndarray | None = None) -> np.ndarr
     `in_release_order`)."""
     import polars as pl
 
-    # Polars sorts on all cores: four times numpy's argsort at 10^7 rows.
-    order = pl.Series(_RANK, ranks).arg_sort().to_numpy()
-    sorted_ranks = ranks[order]
-    if np.any(sorted_ranks[1:] == sorted_ranks[:-1]):
-        # Equal 64-bit ranks (about n^2 / 2^65 of them): order those rows by id as well.
-        ids = np.arange(len(ranks), dtype=np.int64) if row_ids is None else row_ids
-        order = pl.DataFrame({_RANK: ranks, _ROW: ids}).with_row_index(_POSITION) \
-            .sort([_RANK, _ROW]).get_column(_POSITION).to_numpy()
+    ranks = np.asarray(ranks, dtype=np.uint64)
+    if len(ranks) < 2:
+        return np.arange(len(ranks), dtype=np.int64)
+    # One 64-bit word a row: the rank's leading bits (above the smallest rank: a part's ranks
+    # share their top bits), then the row's position. Sorting those words (Polars, on all
+    # cores) is twice as fast as an argsort of the ranks (measured on 4 * 10^6 rows: 0.08 s
+    # against 0.14 s), and the order falls out of the low bits.
+    position_bits = (len(ranks) - 1).bit_length()
+    low = ranks.min()
+    span_bits = int(ranks.max() - low).bit_length()
+    shift = np.uint64(max(span_bits - (64 - position_bits), 0))
+    words = ((ranks - low) >> shift) << np.uint64(position_bits)
+    words |= np.arange(len(ranks), dtype=np.uint64)
+    words = pl.Series(_RANK, words).sort().to_numpy()
+    order = (words & np.uint64((1 << position_bits) - 1)).astype(np.int64)
+    leading = words >> np.uint64(position_bits)
+    equal = np.flatnonzero(leading[1:] == leading[:-1])
+    if equal.size and (shift or row_ids is not None):
+        # Equal leading bits (about n^2 / 2^(65 - position bits) pairs of rows): those runs of
+        # rows are put in order again by their whole rank, then by row id.
+        at = np.union1d(equal, equal + 1)
+        run = np.cumsum(np.concatenate([[1], np.diff(at) > 1]))
+        rows = order[at]
+        ids = rows if row_ids is None else np.asarray(row_ids)[rows]
+        order[at] = rows[np.lexsort((ids, ranks[rows], run))]
     return order
 
 
@@ -178,6 +196,7 @@ class QuotaAssignment:
     """
 
     _MAX_CELLS = 1 << 22
+    _COLLECTED_ROWS = 1 << 18
 
     def __init__(self, stream: KeyedStream, counts: np.ndarray,
                  value_of: Callable[[Mapping[str, np.ndarray]], np.ndarray],
@@ -190,9 +209,16 @@ class QuotaAssignment:
         self.label_dtype = np.min_scalar_type(max(labels - 1, 0))
         # The value's code in the high bits of one sortable word, the draw in the rest.
         self._value_bits = max(1, math.ceil(math.log2(max(m, 2))))
-        self._bin_bits = int(np.clip(math.floor(math.log2(self._MAX_CELLS / m)), 1, 16))
+        # Bins enough that the second pass collects about 2^18 rows (those of the bins where a
+        # label changes: labels - 1 bins of a value's n_v / 2^b rows each), and no more: each
+        # batch of the first pass adds up a histogram of every bin (2^22 bins: 10 ms a batch).
+        bins_a_value = max(labels - 1, 1) * self.counts.sum() / self._COLLECTED_ROWS
+        self._bin_bits = int(np.clip(math.ceil(math.log2(max(bins_a_value, 2))), 1,
+                                     min(16, math.floor(math.log2(self._MAX_CELLS / m)))))
         self._binned = np.zeros(m << self._bin_bits, dtype=np.int64)
         self._boundary: dict[str, np.ndarray] = {}
+        self._is_boundary = np.zeros(0, dtype=bool)
+        self._search: SortedSearch | None = None
         self._collected: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._thresholds: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._stage = 0
@@ -210,7 +236,7 @@ class QuotaAssignment:
             with self._lock:
                 self._binned += binned
             return
-        hit = np.isin(cells, self._boundary["cells"])
+        hit = self._is_boundary[cells]
         if hit.any():
             rows = np.flatnonzero(hit)
             found = (cells[rows], self._sort_key(values[rows], draws[rows]), rows + start)
@@ -253,6 +279,8 @@ class QuotaAssignment:
                           "cell": (value[inside] << self._bin_bits) | bins,
                           "offset": flat[inside] - before,
                           "cells": np.unique((value[inside] << self._bin_bits) | bins)}
+        self._is_boundary = np.zeros(m << self._bin_bits, dtype=bool)
+        self._is_boundary[self._boundary["cells"]] = True
         self._binned = np.zeros(0, dtype=np.int64)
 
     def _find_thresholds(self) -> None:
@@ -277,6 +305,7 @@ class QuotaAssignment:
             key[index], row[index] = keys[begin + offset], rows[begin + offset]
         # Keys of value v sort after every key of smaller values: one sorted array for all.
         self._thresholds = (key, row, np.arange(m + 1) * (labels - 1))
+        self._search = SortedSearch(key, side="left")
         self._collected = []
 
     def labels(self, start: int, codes: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -288,7 +317,8 @@ class QuotaAssignment:
         first = offsets[values]
         # Thresholds of value v are sorted and below those of v + 1, so searching all of them
         # and subtracting v's offset counts v's thresholds below the row's key.
-        label = np.searchsorted(keys_at, keys, side="left") - first
+        assert self._search is not None
+        label = self._search(keys) - first
         if len(keys_at):
             # A key equal to the next threshold (rare: 64-bit keys) passes it when the row id
             # is not below the threshold's; only those rows are looked at again.

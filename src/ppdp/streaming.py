@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from ppdp.keyed import make_key
-from ppdp.plans import RowPlan, in_release_order, part_count, part_of, row_ranks
+from ppdp.plans import RowPlan, in_halves, in_release_order, part_count, part_of, row_ranks
 from ppdp.randomness import RandomState
 from ppdp.release import (
     check_target,
@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 
 _RANK, _ROW = "__rank", "__row"
 
+_SPILL_BUFFER = 1 << 18
+"""Bytes buffered for each part's spill file (64 MB for the 239 parts of 10^9 rows)."""
+
 
 def publish_rows_streaming(mechanism: Mechanism, source: Source,
                            directory: str | os.PathLike[str], *,
@@ -66,7 +69,7 @@ def publish_rows_streaming(mechanism: Mechanism, source: Source,
     for index, step in enumerate(plan.passes, start=1):
         done = 0
         for start, codes in source.batches(batch_rows, step.columns):
-            step.update(start, codes)
+            in_halves(step.update, start, codes)
             done += len(next(iter(codes.values()))) if codes else 0
             report(f"summary pass {index}", done, n_rows)
         step.finish()
@@ -93,35 +96,48 @@ def _spill(plan: RowPlan, source: Source, key: int, parts: int, spill: Path,
            batch_rows: int, report: Progress) -> None:
     """Publish every batch and append its rows to their parts' spill files."""
     writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
+    sinks: dict[int, pa.BufferedOutputStream] = {}
     # Row ids (only for equal ranks) in 32 bits where they fit: the spill is 21 bytes a row
     # of Adult rather than 25, and at 10^9 rows it no longer fits the page cache.
     row_dtype = np.uint32 if source.n_rows <= 1 << 32 else np.int64
+
+    def by_part(start: int, codes: Mapping[str, np.ndarray]) -> tuple[pa.RecordBatch,
+                                                                       np.ndarray]:
+        """The published rows of a batch, grouped by part, and where each part begins."""
+        rows = plan.kernel(codes, start)
+        count = len(next(iter(rows.values())))
+        ranks = row_ranks(key, start, count)
+        batch = pa.record_batch({**{name: pa.array(values) for name, values in rows.items()},
+                                 _RANK: pa.array(ranks),
+                                 _ROW: pa.array(np.arange(start, start + count,
+                                                          dtype=row_dtype))})
+        # Parts as 16-bit integers: numpy's stable sort is then a radix sort.
+        part = part_of(ranks, parts).astype(np.min_scalar_type(parts))
+        order = np.argsort(part, kind="stable")
+        # One gather of the whole batch by part; each part's rows are then a slice.
+        return batch.take(order), np.searchsorted(part[order], np.arange(parts + 1))
+
     try:
         done = 0
         for start, codes in source.batches(batch_rows, plan.input_columns):
-            rows = plan.kernel(codes, start)
-            count = len(next(iter(rows.values())))
-            ranks = row_ranks(key, start, count)
-            batch = pa.record_batch({**{name: pa.array(values) for name, values in rows.items()},
-                                     _RANK: pa.array(ranks),
-                                     _ROW: pa.array(np.arange(start, start + count,
-                                                              dtype=row_dtype))})
-            # Parts as 16-bit integers: numpy's stable sort is then a radix sort.
-            part = part_of(ranks, parts).astype(np.min_scalar_type(parts))
-            order = np.argsort(part, kind="stable")
-            bounds = np.searchsorted(part[order], np.arange(parts + 1))
-            # One gather of the whole batch by part; each part's rows are then a slice.
-            batch = batch.take(order)
-            for index in np.flatnonzero(np.diff(bounds)):
-                if index not in writers:
-                    writers[index] = pa.ipc.new_file(spill / f"{index}.arrow", batch.schema)
-                writers[index].write_batch(batch.slice(bounds[index],
-                                                       bounds[index + 1] - bounds[index]))
-            done += count
+            # Each half of a large batch on a thread of its own; the writes stay on this one.
+            for batch, bounds in in_halves(by_part, start, codes):
+                for index in np.flatnonzero(np.diff(bounds)):
+                    if index not in writers:
+                        # Buffered: at 10^9 rows a batch's slice of a part is about a
+                        # thousand rows, and unbuffered every column of every slice is a write.
+                        sinks[index] = pa.BufferedOutputStream(
+                            pa.OSFile(str(spill / f"{index}.arrow"), "wb"),
+                            buffer_size=_SPILL_BUFFER)
+                        writers[index] = pa.ipc.new_file(sinks[index], batch.schema)
+                    writers[index].write_batch(batch.slice(bounds[index],
+                                                           bounds[index + 1] - bounds[index]))
+                done += batch.num_rows
             report("publishing rows", done, source.n_rows)
     finally:
-        for writer in writers.values():
+        for index, writer in writers.items():
             writer.close()
+            sinks[index].close()
 
 
 def _write_parts(plan: RowPlan, spill: Path, staging: Path, names: list[str],

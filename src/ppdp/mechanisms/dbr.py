@@ -21,6 +21,7 @@ from ppdp.plans import RowPlan
 from ppdp.query import BoundQuery, count_histogram
 from ppdp.randomness import RandomState
 from ppdp.release import RowsRelease
+from ppdp.sorted_search import SortedSearch
 from ppdp.sources import Source
 from ppdp.table import Role, Table
 
@@ -44,17 +45,17 @@ class DBR(Mechanism):
         values redrawn from them by inverting the cumulative distribution at a keyed draw."""
         sensitive = require_sensitive(source, "DBR")
         names = [c.name for c in source.schema.columns if c.role != Role.IGNORED]
-        cumulative = {name: np.cumsum(source.histogram((name,))) / source.n_rows
+        cumulative = {name: SortedSearch(np.cumsum(source.histogram((name,))) / source.n_rows,
+                                         side="right")
                       for name in sensitive}
         streams = {name: KeyedStream(key, f"redraw/{name}") for name in sensitive}
 
         def kernel(codes: Mapping[str, np.ndarray], start: int) -> dict[str, np.ndarray]:
             rows = {name: codes[name] for name in names}
             for name, cdf in cumulative.items():
-                draws = streams[name].uniform(start, len(codes[name]))
-                redrawn = np.searchsorted(cdf, draws, side="right")
+                redrawn = cdf(streams[name].uniform(start, len(codes[name])))
                 # Rounding can leave the last cumulative frequency a hair below 1.
-                rows[name] = np.minimum(redrawn, len(cdf) - 1).astype(codes[name].dtype)
+                rows[name] = np.minimum(redrawn, len(cdf.edges) - 1).astype(codes[name].dtype)
             return rows
 
         return RowPlan(self.name, source.schema.select(names), kernel, {})

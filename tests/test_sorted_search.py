@@ -1,0 +1,44 @@
+"""The table-driven search answers exactly as numpy's searchsorted."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ppdp.sorted_search import SortedSearch
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+@given(edges=st.lists(st.floats(-0.5, 1.5, allow_nan=False), max_size=40),
+       values=st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=200),
+       seed=st.integers(0, 2**32 - 1))
+@settings(max_examples=150, deadline=None)
+def test_floats_as_numpy(side, edges, values, seed):
+    rng = np.random.default_rng(seed)
+    # Edges that are bin boundaries, values next to them, and uniform draws.
+    edges = np.sort(np.concatenate([edges, rng.integers(0, 1 << 16, 5) / 2.0**16]))
+    values = np.concatenate([values, edges, np.nextafter(edges, -np.inf),
+                             np.nextafter(edges, np.inf), rng.random(1000)])
+    np.testing.assert_array_equal(SortedSearch(edges, side)(values),
+                                  np.searchsorted(edges, values, side=side))
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+@given(edges=st.lists(st.integers(0, 2**64 - 1), max_size=40),
+       seed=st.integers(0, 2**32 - 1))
+@settings(max_examples=150, deadline=None)
+def test_unsigned_words_as_numpy(side, edges, seed):
+    rng = np.random.default_rng(seed)
+    edges = np.sort(np.array(edges, dtype=np.uint64))
+    values = np.concatenate([edges, edges - np.uint64(1), edges + np.uint64(1),
+                             np.array([0, 2**64 - 1], dtype=np.uint64),
+                             rng.integers(0, 2**64 - 1, 1000, dtype=np.uint64)])
+    np.testing.assert_array_equal(SortedSearch(edges, side)(values),
+                                  np.searchsorted(edges, values, side=side))
+
+
+def test_other_types_are_refused_or_converted():
+    with pytest.raises(TypeError, match="uint64 or float64"):
+        SortedSearch(np.array([1, 2, 3], dtype=np.int32))
+    search = SortedSearch(np.array([0.25, 0.5]), "right")
+    assert search(np.array([0, 1], dtype=np.int64)).tolist() == [0, 2]
