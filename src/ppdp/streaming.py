@@ -4,8 +4,9 @@ The executor runs a mechanism's `ppdp.plans.RowPlan` over a `ppdp.sources.Source
 not fit in memory:
 
 1. each summary pass of the plan reads every batch;
-2. the kernel publishes each batch; its rows, with their keyed ranks and row ids, are appended
-   to the spill file of their part (Arrow IPC, inside the staging directory);
+2. the kernel publishes each batch (two halves on two threads); its rows, with their keyed
+   ranks, are appended to the spill file of their part (Arrow IPC, inside the staging
+   directory);
 3. each part is read back alone, put in release order (rank, then row id) and written as
    Parquet, exactly as the in-memory executor writes the same part (two parts at a time);
 4. the counts of the distinct rows, found part by part as the parts are written, are written
@@ -20,6 +21,7 @@ parts (`ROWS_PER_PART` rows on average each), whatever the number of rows.
 from __future__ import annotations
 
 import os
+from array import array
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -48,7 +50,7 @@ from ppdp.storage import commit_directory, staged_directory
 if TYPE_CHECKING:
     from ppdp.mechanisms.base import Mechanism, Progress
 
-_RANK, _ROW = "__rank", "__row"
+_RANK = "__rank"
 
 _SPILL_BUFFER = 1 << 18
 """Bytes buffered for each part's spill file (64 MB for the 239 parts of 10^9 rows)."""
@@ -78,8 +80,8 @@ def publish_rows_streaming(mechanism: Mechanism, source: Source,
     with staged_directory(target) as staging:
         spill = staging / ".spill"
         spill.mkdir()
-        _spill(plan, source, key, parts, spill, batch_rows, report)
-        digests, counts = _write_parts(plan, spill, staging, names, report)
+        firsts = _spill(plan, source, key, parts, spill, batch_rows, report)
+        digests, counts = _write_parts(plan, spill, firsts, staging, names, report)
         spill.rmdir()
         files: dict[str, str | list[str]] = {"rows": names[0] if parts == 1 else names}
         write_row_counts(staging, counts, files, digests)
@@ -93,35 +95,36 @@ def publish_rows_streaming(mechanism: Mechanism, source: Source,
 
 
 def _spill(plan: RowPlan, source: Source, key: int, parts: int, spill: Path,
-           batch_rows: int, report: Progress) -> None:
-    """Publish every batch and append its rows to their parts' spill files."""
+           batch_rows: int, report: Progress) -> dict[int, array]:
+    """Publish every batch and append its rows to their parts' spill files; for each part,
+    the first row id of every slice written to it, in the order written.
+
+    Row ids are not spilled (only equal ranks need them, and they take a fifth of the spill,
+    which at 10^9 rows outgrows the page cache): a slice holds rows of one batch in row-id
+    order, so slices put in the order of their first rows are the part's rows by row id."""
     writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
     sinks: dict[int, pa.BufferedOutputStream] = {}
-    # Row ids (only for equal ranks) in 32 bits where they fit: the spill is 21 bytes a row
-    # of Adult rather than 25, and at 10^9 rows it no longer fits the page cache.
-    row_dtype = np.uint32 if source.n_rows <= 1 << 32 else np.int64
+    firsts: dict[int, array] = {}
 
-    def by_part(start: int, codes: Mapping[str, np.ndarray]) -> tuple[pa.RecordBatch,
+    def by_part(start: int, codes: Mapping[str, np.ndarray]) -> tuple[int, pa.RecordBatch,
                                                                        np.ndarray]:
         """The published rows of a batch, grouped by part, and where each part begins."""
         rows = plan.kernel(codes, start)
         count = len(next(iter(rows.values())))
         ranks = row_ranks(key, start, count)
         batch = pa.record_batch({**{name: pa.array(values) for name, values in rows.items()},
-                                 _RANK: pa.array(ranks),
-                                 _ROW: pa.array(np.arange(start, start + count,
-                                                          dtype=row_dtype))})
+                                 _RANK: pa.array(ranks)})
         # Parts as 16-bit integers: numpy's stable sort is then a radix sort.
         part = part_of(ranks, parts).astype(np.min_scalar_type(parts))
         order = np.argsort(part, kind="stable")
         # One gather of the whole batch by part; each part's rows are then a slice.
-        return batch.take(order), np.searchsorted(part[order], np.arange(parts + 1))
+        return start, batch.take(order), np.searchsorted(part[order], np.arange(parts + 1))
 
     try:
         done = 0
         for start, codes in source.batches(batch_rows, plan.input_columns):
             # Each half of a large batch on a thread of its own; the writes stay on this one.
-            for batch, bounds in in_halves(by_part, start, codes):
+            for first, batch, bounds in in_halves(by_part, start, codes):
                 for index in np.flatnonzero(np.diff(bounds)):
                     if index not in writers:
                         # Buffered: at 10^9 rows a batch's slice of a part is about a
@@ -130,18 +133,21 @@ def _spill(plan: RowPlan, source: Source, key: int, parts: int, spill: Path,
                             pa.OSFile(str(spill / f"{index}.arrow"), "wb"),
                             buffer_size=_SPILL_BUFFER)
                         writers[index] = pa.ipc.new_file(sinks[index], batch.schema)
+                        firsts[index] = array("q")
+                    firsts[index].append(first)
                     writers[index].write_batch(batch.slice(bounds[index],
                                                            bounds[index + 1] - bounds[index]))
                 done += batch.num_rows
             report("publishing rows", done, source.n_rows)
+        return firsts
     finally:
         for index, writer in writers.items():
             writer.close()
             sinks[index].close()
 
 
-def _write_parts(plan: RowPlan, spill: Path, staging: Path, names: list[str],
-                 report: Progress) -> tuple[dict[str, str], pa.Table | None]:
+def _write_parts(plan: RowPlan, spill: Path, firsts: Mapping[int, array], staging: Path,
+                 names: list[str], report: Progress) -> tuple[dict[str, str], pa.Table | None]:
     """Sort and write every part; the digest of each file by name, and the counts of the
     distinct rows (`ppdp.row_counts`), counted part by part.
 
@@ -150,7 +156,7 @@ def _write_parts(plan: RowPlan, spill: Path, staging: Path, names: list[str],
     counter = RowCounter()
 
     def write(index: int) -> tuple[str, Any]:
-        table = _part_table(plan, spill, index)
+        table = _part_table(plan, spill, index, firsts.get(index))
         return write_parquet(staging / names[index], table), counter.count_part(table)
 
     digests = {}
@@ -162,15 +168,24 @@ def _write_parts(plan: RowPlan, spill: Path, staging: Path, names: list[str],
     return digests, counter.table()
 
 
-def _part_table(plan: RowPlan, spill: Path, index: int) -> pa.Table:
-    """One part's rows in release order, as the release's Arrow table (spill file removed)."""
+def _part_table(plan: RowPlan, spill: Path, index: int, firsts: array | None) -> pa.Table:
+    """One part's rows in release order, as the release's Arrow table (spill file removed):
+    its slices in the order of their first row ids (`_spill`), then sorted by rank, equal
+    ranks by position, that is by row id."""
     path = spill / f"{index}.arrow"
     columns = (*plan.schema.names, *plan.extra)
-    if path.exists():
+    if firsts is not None:
         with pa.memory_map(str(path)) as handle:
-            table = pa.ipc.open_file(handle).read_all()
+            reader = pa.ipc.open_file(handle)
+            starts = np.frombuffer(firsts, dtype=np.int64)
+            if np.all(starts[1:] > starts[:-1]):
+                table = reader.read_all()  # batches read in order: the usual case
+            else:
+                table = pa.Table.from_batches(
+                    [reader.get_batch(int(i)) for i in np.argsort(starts, kind="stable")],
+                    reader.schema)
         codes = in_release_order({name: table.column(name).to_numpy() for name in columns},
-                                 table.column(_RANK).to_numpy(), table.column(_ROW).to_numpy())
+                                 table.column(_RANK).to_numpy())
         del table
         path.unlink()
     else:

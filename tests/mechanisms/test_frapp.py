@@ -17,7 +17,7 @@ from scipy import stats
 
 import ppdp
 from ppdp import FRAPP, InfeasibleError
-from ppdp.mechanisms.frapp import FrappRelease, frapp_retention
+from ppdp.mechanisms.frapp import FrappRelease, _column_groups, frapp_retention
 from ppdp.table import Column, Role, Schema, Table
 
 ADULT_N = 30162
@@ -134,6 +134,20 @@ def test_rows_kept_and_replaced_uniformly():
         assert abs(counts[t0[i]] / trials - share) <= 5 * math.sqrt(share * (1 - share) / trials)
         others = np.delete(counts, t0[i])
         assert stats.chisquare(others).pvalue > 1e-4, (column, others)
+    # Jointly, the replacing tuples are uniform over D (one draw for all three columns).
+    tuples = np.ravel_multi_index([codes[c] for c in sizes], tuple(sizes.values()))
+    joint = np.delete(np.bincount(tuples, minlength=240),
+                      np.ravel_multi_index(t0, tuple(sizes.values())))
+    assert stats.chisquare(joint).pvalue > 1e-4
+
+
+def test_replacing_tuples_take_a_draw_a_group_of_columns():
+    """Columns are grouped, in order, into products of at most 2^21 tuples; a column
+    larger than that stands alone."""
+    assert _column_groups([74, 8, 16, 7, 14, 5, 2, 41, 2]) == [[0, 1, 2, 3, 4], [5, 6, 7, 8]]
+    assert _column_groups([3_000_000, 2, 5]) == [[0], [1, 2]]
+    assert _column_groups([2, 3_000_000]) == [[0], [1]]
+    assert _column_groups([]) == []
 
 
 def test_adult_view_marginals(adult):

@@ -165,18 +165,24 @@ class FRAPP(Mechanism):
         n, m = source.n_rows, domain.size
         p = frapp_retention(k=self.k, gamma=self.gamma, n=n, m=m)
         stream = KeyedStream(key, "replace")
-        width = 1 + len(domain.columns)
+        groups = _column_groups(domain.shape)
 
         def kernel(codes: Mapping[str, np.ndarray], start: int) -> dict[str, np.ndarray]:
             count = len(codes[domain.columns[0]])
-            draws = stream.uniform(start, count, width)
-            replaced = draws[:, 0] >= p
-            rows = {}
-            for index, (column, size) in enumerate(zip(domain.columns, domain.shape,
-                                                       strict=True), start=1):
-                values = codes[column].copy()
-                values[replaced] = (draws[replaced, index] * size).astype(values.dtype)
-                rows[column] = values
+            draws = stream.uniform(start, count, 1 + len(groups))
+            replaced = np.flatnonzero(draws[:, 0] >= p)
+            rows = {column: codes[column].copy() for column in domain.columns}
+            # The replacing tuple: one draw for each group of columns, an index into the
+            # product of their domains, read digit by digit (the last column fastest).
+            for draw, group in enumerate(groups, start=1):
+                sizes = [domain.shape[index] for index in group]
+                product = math.prod(sizes)
+                tuples = np.minimum((draws[replaced, draw] * product).astype(np.int64),
+                                    product - 1)
+                for index, size in zip(group[::-1], sizes[::-1], strict=True):
+                    tuples, digit = np.divmod(tuples, size)
+                    column = domain.columns[index]
+                    rows[column][replaced] = digit.astype(rows[column].dtype)
             return rows
 
         parameters = {"k": self.k, "gamma": self.gamma, "d": self.k * n / m, "retention": p}
@@ -189,6 +195,26 @@ class FRAPP(Mechanism):
             return FrappGuarantee(self.k, self.gamma, None, n, m, None, None)
         p = frapp_retention(k=self.k, gamma=self.gamma, n=n, m=m)
         return FrappGuarantee(self.k, self.gamma, self.k * n / m, n, m, p, p + (1 - p) / m)
+
+
+_GROUP_TUPLES = 1 << 21
+"""Most tuples of a group of columns whose replacing values come from one draw: a 53-bit
+uniform draw scaled to 2^21 tuples favours none of them by more than a factor 1 + 2^-32."""
+
+
+def _column_groups(shape: Sequence[int]) -> list[list[int]]:
+    """The columns (by position) in consecutive groups of at most `_GROUP_TUPLES` tuples (a
+    larger column alone), so that a replacing tuple takes a few draws rather than one a column
+    (Adult's nine columns: two)."""
+    groups: list[list[int]] = []
+    product = _GROUP_TUPLES + 1
+    for index, size in enumerate(shape):
+        if product * size > _GROUP_TUPLES:
+            groups.append([])
+            product = 1
+        groups[-1].append(index)
+        product *= size
+    return groups
 
 
 class FrappRelease(RowsRelease):
