@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -22,6 +23,7 @@ from ppdp.mechanisms.grouping import distinct_value_groups
 from ppdp.release import load_release, write_parquet
 from ppdp.sources import TableSource
 from ppdp.table import Table
+from tests.test_release import rewrite_file
 
 BLOCK_ROWS = 8_000
 N_BLOCKS = 4  # ceil(30,162 / 8,000)
@@ -324,3 +326,26 @@ def test_existing_targets(adult: Table, tmp_path: Path, small_blocks: int) -> No
     with pytest.raises(ppdp.ReleaseError):
         published(Anatomy(l=5), adult, other, overwrite=True)
     assert (other / "notes.txt").read_text() == "keep me"
+
+
+def test_parts_join_whether_their_columns_are_stored_required_or_optional(
+        adult: Table, tmp_path: Path, small_blocks: int) -> None:
+    """Parts written by this version store columns without nulls as required; a part stored
+    with optional columns (as earlier versions wrote them) joins the others, and a part whose
+    column has another type is refused."""
+    path = published(Anatomy(l=5), adult, tmp_path / "r")
+    expected = load_release(path)
+    first = json.loads((path / "release.json").read_text())["files"]["qit"][0]
+    stored = pq.read_table(path / first)
+    assert not any(field.nullable for field in stored.schema)
+    rewrite_file(path, first, stored.cast(pa.schema([f.with_nullable(True)
+                                                     for f in stored.schema])))
+    assert pq.read_schema(path / first).field(0).nullable
+    joined = load_release(path)
+    for name, codes in expected.qit.items():
+        np.testing.assert_array_equal(joined.qit[name], codes)
+    changed = stored.set_column(stored.schema.get_field_index("GroupID"), "GroupID",
+                                stored.column("GroupID").cast(pa.int64()))
+    rewrite_file(path, first, changed)
+    with pytest.raises(ppdp.ReleaseError, match="parts of 'qit' have different columns"):
+        load_release(path)

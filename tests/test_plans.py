@@ -47,6 +47,14 @@ def test_quotas_are_exact_whatever_the_batches(m, k, n, seed, batch_rows):
     assert np.array_equal(shuffled, labels)
 
 
+def test_a_single_label_needs_no_pass():
+    values = np.array([0, 2, 2, 1, 0])
+    counts = np.array([[2, 1, 2]])
+    assignment = QuotaAssignment(KeyedStream(5, "quota"), counts, lambda c: c["v"], ["v"])
+    assert assignment.passes == []
+    assert assign(values, counts, 5, 2).tolist() == [0] * 5
+
+
 def test_quotas_follow_the_keyed_order_of_each_value():
     """Within a value, rows sorted by their keyed draw get labels 0, 0, ..., 1, 1, ...; equal
     draws are told apart by row id."""

@@ -252,8 +252,9 @@ class QuotaAssignment:
 
     @property
     def passes(self) -> list[QuotaAssignment]:
-        """The two passes this assignment needs (itself, twice)."""
-        return [self, self]
+        """The two passes this assignment needs (itself, twice); none for a single label,
+        which every row gets (its quotas are the rows of each value)."""
+        return [self, self] if self.counts.shape[0] > 1 else []
 
     def _sort_key(self, values: np.ndarray, draws: np.ndarray) -> np.ndarray:
         shift = np.uint64(self._value_bits)
@@ -310,6 +311,9 @@ class QuotaAssignment:
 
     def labels(self, start: int, codes: Mapping[str, np.ndarray]) -> np.ndarray:
         """Each row's label (call after both passes)."""
+        if self.counts.shape[0] == 1:
+            return np.zeros(len(next(iter(codes.values()))) if codes else 0,
+                            dtype=self.label_dtype)
         assert self._thresholds is not None, "run both passes first"
         keys_at, _, offsets = self._thresholds
         values = np.asarray(self.value_of(codes), dtype=np.int64)
