@@ -21,6 +21,14 @@ def test_floats_as_numpy(side, edges, values, seed):
                              np.nextafter(edges, np.inf), rng.random(1000)])
     np.testing.assert_array_equal(SortedSearch(edges, side)(values),
                                   np.searchsorted(edges, values, side=side))
+    assert_equal_values_searched(SortedSearch(edges, side), edges, values)
+
+
+def assert_equal_values_searched(search, edges, values):
+    """Every value equal to an edge is among those `search` reports it looked up."""
+    answers, searched = search.search(values)
+    np.testing.assert_array_equal(answers, np.searchsorted(edges, values, side=search.side))
+    assert set(np.flatnonzero(np.isin(values, edges)).tolist()) <= set(searched.tolist())
 
 
 @pytest.mark.parametrize("side", ["left", "right"])
@@ -35,6 +43,7 @@ def test_unsigned_words_as_numpy(side, edges, seed):
                              rng.integers(0, 2**64 - 1, 1000, dtype=np.uint64)])
     np.testing.assert_array_equal(SortedSearch(edges, side)(values),
                                   np.searchsorted(edges, values, side=side))
+    assert_equal_values_searched(SortedSearch(edges, side), edges, values)
 
 
 def test_other_types_are_refused_or_converted():

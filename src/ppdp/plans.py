@@ -322,11 +322,14 @@ class QuotaAssignment:
         # Thresholds of value v are sorted and below those of v + 1, so searching all of them
         # and subtracting v's offset counts v's thresholds below the row's key.
         assert self._search is not None
-        label = self._search(keys) - first
-        if len(keys_at):
+        below, searched = self._search.search(keys)
+        label = below - first
+        if len(keys_at) and searched.size:
             # A key equal to the next threshold (rare: 64-bit keys) passes it when the row id
-            # is not below the threshold's; only those rows are looked at again.
-            tied = np.flatnonzero(keys_at[np.minimum(first + label, len(keys_at) - 1)] == keys)
+            # is not below the threshold's; only those rows are looked at again (a key equal
+            # to a threshold is among the few the search looked up).
+            at = np.minimum(below[searched], len(keys_at) - 1)
+            tied = searched[keys_at[at] == keys[searched]]
             if tied.size:
                 label[tied] = self._past_ties(values[tied], keys[tied], tied + start,
                                               label[tied])

@@ -38,20 +38,26 @@ class SortedSearch:
             last = np.nextafter((bins + 1) * 2.0 ** -_BIN_BITS, 0.0)
         else:
             raise TypeError(f"edges of type {self.edges.dtype} (uint64 or float64 expected)")
-        low = np.searchsorted(self.edges, first, side=side)
-        high = np.searchsorted(self.edges, last, side=side)
-        # A bin's values all get the same answer when its first and last value do (the answer
-        # never decreases with the value); the others are searched.
-        self._answers = np.where(low == high, low, _UNKNOWN).astype(np.int64)
+        below = np.searchsorted(self.edges, first, side="left")
+        # A bin that holds no edge gives all its values the same answer, on either side: the
+        # edges below it. The values of the others are searched.
+        empty = np.searchsorted(self.edges, last, side="right") == below
+        self._answers = np.where(empty, below, _UNKNOWN).astype(np.int64)
         if self.edges.dtype == np.float64:
             # Floats below 0, from 1 on, and NaN fall into the end bins: search them.
             self._answers[[0, -1]] = _UNKNOWN
 
     def __call__(self, values: np.ndarray) -> np.ndarray:
         """Each value's position among the edges (int64), as `np.searchsorted` gives it."""
+        return self.search(values)[0]
+
+    def search(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each value's position among the edges, and the positions (in ``values``) of the
+        values that were searched: every value equal to an edge is among them."""
         values = np.asarray(values)
         if values.dtype != self.edges.dtype:
-            return np.searchsorted(self.edges, values.astype(self.edges.dtype), side=self.side)
+            return (np.searchsorted(self.edges, values.astype(self.edges.dtype),
+                                    side=self.side), np.arange(len(values)))
         if values.dtype == np.uint64:
             bins = (values >> np.uint64(64 - _BIN_BITS)).astype(np.intp)
         else:
@@ -63,4 +69,4 @@ class SortedSearch:
         unknown = np.flatnonzero(answers == _UNKNOWN)
         if unknown.size:
             answers[unknown] = np.searchsorted(self.edges, values[unknown], side=self.side)
-        return answers
+        return answers, unknown

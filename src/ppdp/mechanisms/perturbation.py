@@ -194,15 +194,23 @@ def perturb_within(values: np.ndarray, subtable: np.ndarray, domains: np.ndarray
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     # One draw u decides both steps: the value is kept when u < p_i; otherwise (u - p_i) /
     # (1 - p_i) is uniform on [0, 1) and picks the replacement uniformly from SA_i (possibly
-    # the value itself), which is what makes Pr[x -> x] = p_i + q_i. Only the rows not kept
-    # need the second step.
-    replaced = np.flatnonzero(uniforms >= retention[subtable])
-    within = subtable[replaced]
-    p, size = retention[within], sizes[within]
-    scaled = (uniforms[replaced] - p) / (1.0 - p) * size
-    published = values.copy()
-    published[replaced] = members[offsets[within] + np.minimum(scaled.astype(np.int64),
-                                                               size - 1)]
+    # the value itself), which is what makes Pr[x -> x] = p_i + q_i. Most rows are replaced
+    # (p_i is small), so the replacement is found for every row, without gathering the
+    # replaced ones first, and kept rows take their own value back. (In place, and with
+    # np.take, which is twice as fast as indexing here: this runs on every row published.)
+    if len(sizes) == 1:
+        p, size, offset = retention[0], sizes[0], offsets[0]
+    else:
+        p, size = np.take(retention, subtable), np.take(sizes, subtable)
+        offset = np.take(offsets, subtable)
+    scaled = uniforms - p
+    scaled /= 1.0 - p
+    scaled *= size
+    pick = scaled.astype(np.int64)
+    np.clip(pick, 0, size - 1, out=pick)
+    pick += offset
+    published = np.take(members, pick)
+    np.copyto(published, values, where=uniforms < p)
     return published
 
 
