@@ -358,3 +358,62 @@ def test_any_select_with_any_table_name_binds_or_fails_with_a_query_error(
     query = f"SELECT COUNT(*) FROM {text} WHERE n > 0"
     result = outcome(lambda: bind(query, SCHEMA, table_name=table_name))
     assert not isinstance(result, PpdpError) or isinstance(result, QueryError)
+
+
+# -- plain conjunctions read without the SQL parser ------------------------------------------
+
+_NAMES = st.one_of(
+    st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True),
+    # Keywords, functions and literals of SQL, which the parser reads otherwise or refuses.
+    st.sampled_from(["and", "OR", "not", "in", "is", "null", "TRUE", "false", "select", "from",
+                     "where", "year", "date", "left", "count", "case", "like", "between",
+                     "current_date", "interval", "all", "any", "exists", "e", "nan", "inf"]))
+_SPACE = st.sampled_from([" ", "", "  ", "\t", "\n", " \r\n "])
+_LITERALS = st.one_of(
+    st.text(alphabet=st.sampled_from(list("ab '\\\"%_AND;-é")), max_size=8).map(
+        lambda t: "'" + t.replace("'", "''") + "'"),
+    st.from_regex(r"-? ?[0-9]{1,4}(\.[0-9]{1,3})?([eE][+-]?[0-9]{1,3})?", fullmatch=True),
+    st.sampled_from(["1e999", "-0", "0.0", "007", "9007199254740993", "1.", ".5", "TRUE",
+                     "DATE '2024-01-31'", "5abc", "1 2"]))
+
+
+@given(terms=st.lists(st.tuples(_NAMES, _SPACE, st.sampled_from(
+           ["=", "!=", "<>", "<", "<=", ">", ">=", "==", "=<"]), _SPACE, _LITERALS),
+           min_size=1, max_size=4),
+       joints=st.lists(st.sampled_from([" AND ", " and ", "\tAnd\n", " OR ", "AND", " AND  "]),
+                       min_size=3, max_size=3),
+       end=st.sampled_from(["", " ", ";", " ; "]))
+@settings(max_examples=400, deadline=None)
+def test_plain_conjunctions_read_as_the_parser_reads_them(terms, joints, end):
+    """Every text the plain reader takes gives the very query sqlglot's parse gives; the
+    others (and anything the parser refuses) go to the parser."""
+    from ppdp.query import _parsed_sql, _plain_conjunction
+
+    text = "".join(
+        (joints[i - 1] if i else "") + name + before + op + after + literal
+        for i, (name, before, op, after, literal) in enumerate(terms)) + end
+    source = text.strip().rstrip(";").strip()
+    plain = _plain_conjunction(source)
+    try:
+        parsed = _parsed_sql(text, source)
+    except QueryError:
+        assert plain is None, text
+        return
+    if plain is not None:
+        assert plain == parsed.where, text
+        assert parsed.group_by == () and parsed.table is None
+        assert parse_query(text) == parsed
+
+
+def test_plain_conjunctions_are_read_without_the_parser(monkeypatch):
+    import ppdp.query
+
+    def refuse(*args):
+        raise AssertionError("parsed by sqlglot")
+
+    monkeypatch.setattr(ppdp.query, "_parsed_sql", refuse)
+    query = parse_query("age >= 40 AND sex = 'Fe''male' and  hours<>-3.5e1;")
+    assert query.where == And((Compare(">=", Col("age"), Lit(40)),
+                               Compare("=", Col("sex"), Lit("Fe'male")),
+                               Compare("!=", Col("hours"), Lit(-35.0))))
+    assert query.text == "age >= 40 AND sex = 'Fe''male' and  hours<>-3.5e1"
