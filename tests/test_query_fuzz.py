@@ -364,6 +364,8 @@ def test_any_select_with_any_table_name_binds_or_fails_with_a_query_error(
 
 _NAMES = st.one_of(
     st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True),
+    st.text(alphabet=st.sampled_from(list('ab-"\\ ')), max_size=5).map(
+        lambda t: '"' + t.replace('"', '""') + '"'),
     # Keywords, functions and literals of SQL, which the parser reads otherwise or refuses.
     st.sampled_from(["and", "OR", "not", "in", "is", "null", "TRUE", "false", "select", "from",
                      "where", "year", "date", "left", "count", "case", "like", "between",
@@ -412,8 +414,8 @@ def test_plain_conjunctions_are_read_without_the_parser(monkeypatch):
         raise AssertionError("parsed by sqlglot")
 
     monkeypatch.setattr(ppdp.query, "_parsed_sql", refuse)
-    query = parse_query("age >= 40 AND sex = 'Fe''male' and  hours<>-3.5e1;")
+    query = parse_query("age >= 40 AND sex = 'Fe''male' and  \"hours-\"\"week\"<>-3.5e1;")
     assert query.where == And((Compare(">=", Col("age"), Lit(40)),
                                Compare("=", Col("sex"), Lit("Fe'male")),
-                               Compare("!=", Col("hours"), Lit(-35.0))))
-    assert query.text == "age >= 40 AND sex = 'Fe''male' and  hours<>-3.5e1"
+                               Compare("!=", Col('hours-"week'), Lit(-35.0))))
+    assert query.text == "age >= 40 AND sex = 'Fe''male' and  \"hours-\"\"week\"<>-3.5e1"

@@ -612,3 +612,18 @@ def test_boolean_and_ordered_columns() -> None:
     assert not Column("n", Role.QUASI_IDENTIFIER, Ordered([1, 5])).ordered
     with pytest.raises(SchemaError, match="ppdp always orders by value"):
         Column("flag", Role.QUASI_IDENTIFIER, Ordered([True, False]))
+
+
+def test_bound_terms_are_shared_and_keep_literal_types() -> None:
+    """A comparison bound once is reused by later queries (read-only), and 1, 1.0 and TRUE,
+    equal to Python, stay different terms."""
+    table = read("pyarrow")
+    women = sum(ROWS_FEMALE)
+    assert count(table, "female = TRUE") == women
+    with pytest.raises(QueryError, match="column 'female' holds booleans"):
+        table.count("female = 1")
+    assert count(table, "years >= 12") == truth(lambda r: r["years"] >= 12)
+    assert count(table, "years >= 12.0 AND female = TRUE") == truth(
+        lambda r: r["years"] >= 12 and r["female"])
+    shared = [term for term in table.schema.bound_terms.values() if term.column == "female"]
+    assert shared and not any(term.lut.flags.writeable for term in shared)

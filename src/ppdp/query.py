@@ -278,10 +278,12 @@ def _parsed_sql(text: str, source: str) -> Query:
     return _with_deep_stack(parse)
 
 
-# A comparison of a column with a literal, as most generated queries are written: an unquoted
-# name, an operator, and a quoted text (no backslash) or a number (optionally negative).
+# A comparison of a column with a literal, as most generated queries are written: a name
+# (unquoted, or in double quotes), an operator, and a quoted text or a number (optionally
+# negative); no backslashes.
 _PLAIN_TERM = re.compile(
-    r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)[ \t\n\r]*(?P<op><=|>=|<>|!=|=|<|>)[ \t\n\r]*"
+    r"(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)|\"(?P<quoted>(?:[^\"\\]|\"\")+)\")"
+    r"[ \t\n\r]*(?P<op><=|>=|<>|!=|=|<|>)[ \t\n\r]*"
     r"(?:'(?P<text>(?:[^'\\]|'')*)'|(?P<minus>-[ \t\n\r]*)?"
     r"(?P<number>[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)(?![A-Za-z0-9_.]))")
 _PLAIN_AND = re.compile(r"[ \t\n\r]+AND[ \t\n\r]+", re.IGNORECASE)
@@ -301,8 +303,9 @@ def _plain_conjunction(source: str) -> Condition | None:
     position = 0
     while True:
         match = _PLAIN_TERM.match(source, position)
-        if match is None or match["name"].upper() in _KEYWORDS:
+        if match is None or (match["name"] or "").upper() in _KEYWORDS:
             return None
+        name = match["name"] or match["quoted"].replace('""', '"')
         if match["number"] is None:
             value = Lit(match["text"].replace("''", "'"))
         else:
@@ -313,7 +316,7 @@ def _plain_conjunction(source: str) -> Condition | None:
             if match["minus"]:
                 value = Lit(-value.value)  # type: ignore[operator]
         op = "!=" if match["op"] == "<>" else match["op"]
-        terms.append(Compare(op, Col(match["name"]), value))
+        terms.append(Compare(op, Col(name), value))
         position = match.end()
         if position == len(source):
             return terms[0] if len(terms) == 1 else And(tuple(terms))
@@ -709,10 +712,11 @@ class ColumnSet(Predicate):
 
     column: str
     lut: np.ndarray
+    # Computed once: every combination and histogram asks for it.
+    columns: frozenset[str] = field(init=False, repr=False)  # type: ignore[misc]
 
-    @property
-    def columns(self) -> frozenset[str]:  # type: ignore[override]
-        return frozenset((self.column,))
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "columns", frozenset((self.column,)))
 
     def evaluate(self, codes: Mapping[str, np.ndarray], n_rows: int) -> np.ndarray:
         return self.lut[codes[self.column]]
@@ -1118,7 +1122,26 @@ def _bind_in(condition: In, schema: Schema) -> Predicate:
     return ColumnSet(column.name, lut)
 
 
+_BOUND_TERMS = 1 << 16
+"""Most comparisons of a column with a literal kept bound per schema (generated pools repeat
+their terms: 10,000 queries of Adult hold a few hundred)."""
+
+
 def _bind_comparison(op: str, left: Expr, right: Expr, schema: Schema) -> Predicate:
+    if isinstance(left, Col) and isinstance(right, Lit):
+        # Keyed by the literal's type too: 1, 1.0 and True are equal to Python.
+        key = (op, left.name, type(right.value), right.value)
+        bound = schema.bound_terms.get(key)
+        if bound is None:
+            bound = _bind_new_comparison(op, left, right, schema)
+            if isinstance(bound, ColumnSet) and len(schema.bound_terms) < _BOUND_TERMS:
+                bound.lut.flags.writeable = False  # shared by every query that holds it
+                schema.bound_terms[key] = bound
+        return bound
+    return _bind_new_comparison(op, left, right, schema)
+
+
+def _bind_new_comparison(op: str, left: Expr, right: Expr, schema: Schema) -> Predicate:
     if op not in _MIRROR:
         raise QueryError(f"unknown comparison {op!r}; use = != < <= > >=")
     left, right = _normalise_expr(left, schema), _normalise_expr(right, schema)

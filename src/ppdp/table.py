@@ -211,9 +211,16 @@ class Schema:
         if duplicated:
             raise SchemaError(f"duplicate column names: {duplicated}")
 
-    @property
+    @cached_property
     def names(self) -> tuple[str, ...]:
+        # Cached (the columns never change): binding a query asks for them at every term.
         return tuple(c.name for c in self.columns)
+
+    @cached_property
+    def bound_terms(self) -> dict[Any, Any]:
+        """Comparisons of a column with a literal already bound to this schema's domains, by
+        (operator, column, literal): filled and read by `ppdp.query`."""
+        return {}
 
     def names_with_role(self, role: Role) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns if c.role == role)
