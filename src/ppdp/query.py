@@ -718,6 +718,12 @@ class ColumnSet(Predicate):
     def __post_init__(self) -> None:
         object.__setattr__(self, "columns", frozenset((self.column,)))
 
+    @functools.cached_property
+    def constant(self) -> Const | None:
+        """Const(True) when every code passes, Const(False) when none does, else None."""
+        constant = _column_set(self.column, self.lut)
+        return constant if isinstance(constant, Const) else None
+
     def evaluate(self, codes: Mapping[str, np.ndarray], n_rows: int) -> np.ndarray:
         return self.lut[codes[self.column]]
 
@@ -843,7 +849,9 @@ def simplify(predicate: Predicate) -> Predicate:
             flat.extend(item.items)
         else:
             flat.append(item)
-    by_column: dict[str, np.ndarray] = {}
+    # Per column: its merged lookup table, or the one condition on it (kept as it is: bound
+    # terms are shared between queries, and so are their checks).
+    by_column: dict[str, np.ndarray | ColumnSet] = {}
     rest: list[Predicate] = []
     for item in flat:
         if isinstance(item, Const):
@@ -852,12 +860,17 @@ def simplify(predicate: Predicate) -> Predicate:
             continue
         if isinstance(item, ColumnSet):
             previous = by_column.get(item.column)
-            by_column[item.column] = item.lut if previous is None else merge(previous, item.lut)
+            if previous is None:
+                by_column[item.column] = item
+            else:
+                lut = previous.lut if isinstance(previous, ColumnSet) else previous
+                by_column[item.column] = merge(lut, item.lut)
         else:
             rest.append(item)
     items: list[Predicate] = []
-    for column, lut in by_column.items():
-        merged = _column_set(column, lut)
+    for column, found in by_column.items():
+        merged = _column_set(column, found) if isinstance(found, np.ndarray) else \
+            found.constant or found
         if isinstance(merged, Const):
             if merged.value == absorbing:
                 return merged
