@@ -175,7 +175,7 @@ def rank_order(ranks: np.ndarray, row_ids: np.ndarray | None = None) -> np.ndarr
     return order
 
 
-_RANK, _ROW, _POSITION = "__rank", "__row", "__position"
+_RANK = "__rank"
 
 
 # -- exact quotas ------------------------------------------------------------------------------

@@ -296,7 +296,8 @@ def _plain_conjunction(source: str) -> Condition | None:
     SQL parsing; None for any other text (the parser then reads it).
 
     This is what sqlglot's parse gives for such text (tested on generated queries), at a
-    fiftieth of its cost: pools of generated queries are mostly of this form."""
+    fifteenth of its cost (10,000 pool queries of Adult: 0.013 s against 0.19 s): pools of
+    generated queries are mostly of this form."""
     if len(source) > _PLAIN_MAX_CHARS:
         return None
     terms: list[Condition] = []
@@ -1137,7 +1138,7 @@ def _bind_in(condition: In, schema: Schema) -> Predicate:
 
 _BOUND_TERMS = 1 << 16
 """Most comparisons of a column with a literal kept bound per schema (generated pools repeat
-their terms: 10,000 queries of Adult hold a few hundred)."""
+their terms: 10,000 pool queries of Adult hold 166)."""
 
 
 def _bind_comparison(op: str, left: Expr, right: Expr, schema: Schema) -> Predicate:

@@ -324,13 +324,14 @@ def _joined(parts: list[pa.Table]) -> pa.Table:
     is so in any part (a part of an earlier version, or one with nulls; `write_parquet`
     stores a column without nulls as required)."""
     first = parts[0].schema
+    if any(part.schema.names != first.names for part in parts):
+        raise pa.ArrowInvalid("the parts have different column names")
     fields = []
     for index, field in enumerate(first):
-        if any(part.schema.names != first.names or not part.schema.field(index).type.equals(
-                field.type) for part in parts):
-            raise pa.ArrowInvalid(f"the parts differ in column {field.name!r} or its type")
-        fields.append(field.with_nullable(any(part.schema.field(index).nullable
-                                              for part in parts)))
+        stored = [part.schema.field(index) for part in parts]
+        if any(not other.type.equals(field.type) for other in stored):
+            raise pa.ArrowInvalid(f"the parts differ in the type of column {field.name!r}")
+        fields.append(field.with_nullable(any(other.nullable for other in stored)))
     schema = pa.schema(fields, first.metadata)
     return pa.concat_tables([pa.Table.from_arrays(part.columns, schema=schema)
                              for part in parts])
