@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ppdp.query import _add_distinct, pack_codes, unpack_codes
 
@@ -82,11 +81,10 @@ class RowCounter:
         sizes = [column[1] for column in columns if column is not None]
         keys = pack_codes(codes, sizes)
         if len(keys) == 1:
-            # One key (the usual case): Arrow's hash count, on this thread alone: 0.04 CPU
-            # seconds against Polars' 0.08 (group_by) on 4 * 10^6 rows of 30,000 keys.
-            counted = pc.value_counts(pa.array(keys[0]))
-            frame = pl.DataFrame({"k0": counted.field("values").to_numpy(),
-                                  "n": counted.field("counts").to_numpy()})
+            # One key (the usual case): sorted (Polars), then runs of equal keys counted. A
+            # part's distinct rows outgrow the caches that a hash count needs: on 3.3 * 10^6
+            # rows of 166,000 keys, 0.045 CPU seconds against 0.11 for Arrow's value_counts.
+            frame = pl.DataFrame(dict(zip(("k0", "n"), _runs(keys[0]), strict=True)))
         else:
             names = [f"k{index}" for index in range(len(keys))]
             frame = pl.DataFrame(dict(zip(names, keys, strict=True))) \
@@ -135,6 +133,17 @@ class RowCounter:
                                                        strict=True)]
         counts = pa.array(self._merged["n"].to_numpy()[order], pa.int64())
         return pa.table([*arrays, counts], names=[*(f.name for f in fields), COUNT_COLUMN])
+
+
+def _runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct keys, sorted, and how many times each occurs."""
+    import polars as pl
+
+    ordered = pl.Series(keys).sort().to_numpy()
+    if not len(ordered):
+        return ordered, np.zeros(0, dtype=np.int64)
+    ends = np.append(np.flatnonzero(ordered[1:] != ordered[:-1]), len(ordered) - 1)
+    return ordered[ends], np.diff(ends, prepend=-1)
 
 
 def _same_layout(first: tuple[Any, ...], other: tuple[Any, ...]) -> bool:
