@@ -285,7 +285,8 @@ def test_progress_reports_every_pass(adult: Table, tmp_path: Path, small_blocks:
     n = adult.n_rows
     assert all(total == n for _, _, total in heard)
     finished = Counter(stage for stage, done, _ in heard if done == n)
-    assert finished == {"assign": 2, "exchange": 1, "publish": 1}
+    # One assign pass: its thresholds fall where the first pass predicted (see QuotaAssignment).
+    assert finished == {"assign": 1, "exchange": 1, "publish": 1}
     assert [done for stage, done, _ in heard if stage == "publish"] == sorted(
         done for stage, done, _ in heard if stage == "publish")
 

@@ -21,6 +21,8 @@ def assign(values, counts, key, batch_rows, order=None):
                for start in range(0, len(values), batch_rows)]
     visit = batches if order is None else [batches[i] for i in order(len(batches))]
     for step in assignment.passes:
+        if not step.needed:
+            continue
         for start, codes in visit:
             step.update(start, codes)
         step.finish()
@@ -91,6 +93,8 @@ def test_quotas_are_exact_when_keys_tie(m, k, n, seed, batch_rows):
         assignment = QuotaAssignment(FewDraws(seed, "quota"), counts, lambda c: c["v"], ["v"])
         batches = [(start, {"v": values[start:start + rows]}) for start in range(0, n, rows)]
         for step in assignment.passes:
+            if not step.needed:
+                continue
             for start, codes in batches:
                 step.update(start, codes)
             step.finish()
@@ -103,6 +107,29 @@ def test_quotas_are_exact_when_keys_tie(m, k, n, seed, batch_rows):
         in_order = labels[rows[np.lexsort((rows, draws[rows]))]]
         assert np.all(np.diff(in_order.astype(int)) >= 0)
         assert np.array_equal(np.bincount(in_order, minlength=k), counts[:, x])
+
+
+@pytest.mark.parametrize("missed", [1e-6, 0.3, 0.5])
+def test_quotas_do_not_depend_on_the_predicted_bins(missed, monkeypatch):
+    """The first pass also collects the bins where thresholds are predicted to fall: with
+    the usual central 1 - 2 * 10^-6 no second pass runs here; with narrow predictions (0.3,
+    and 0.5: a single quantile) some thresholds fall outside and the second pass runs. The
+    labels are those of the plain two passes (no prediction) in every case. Fine bins (of
+    about two rows of each value) make the predictions as narrow as at 10^9 rows."""
+    monkeypatch.setattr(QuotaAssignment, "_COLLECTED_ROWS", 64)
+    rng = np.random.default_rng(4)
+    values = rng.integers(0, 6, 50_000)
+    counts = np.array([rng.multinomial(f, [0.2, 0.001, 0.5, 0.299])
+                       for f in np.bincount(values, minlength=6)]).T
+    with monkeypatch.context() as patch:
+        patch.setattr(QuotaAssignment, "_PREDICTED_ROWS", 0)
+        plain = assign(values, counts, 9, 6_000)
+    monkeypatch.setattr(QuotaAssignment, "_MISSED", missed)
+    assignment = QuotaAssignment(KeyedStream(9, "quota"), counts, lambda c: c["v"], ["v"])
+    assignment.update(0, {"v": values})
+    assignment.finish()
+    assert assignment.needed == (missed > 1e-6)
+    assert np.array_equal(assign(values, counts, 9, 6_000), plain)
 
 
 def test_quotas_choose_rows_at_random():

@@ -41,6 +41,11 @@ class Pass(Protocol):
 
     columns: tuple[str, ...]
 
+    @property
+    def needed(self) -> bool:
+        """Whether this pass must still run (asked before it starts: a pass may find that
+        an earlier one already built what it would)."""
+
     def update(self, start: int, codes: Mapping[str, np.ndarray]) -> None:
         """Take one batch into the summary (safe to call from two threads at once)."""
 
@@ -79,6 +84,8 @@ def run_passes(passes: Iterable[Pass], source: Source,
     """Feed every batch of the source to each pass in turn, finishing each before the next
     (a batch of `PARALLEL_ROWS` rows or more in two halves, on two threads)."""
     for step in passes:
+        if not step.needed:
+            continue
         for start, codes in source.batches(batch_rows, step.columns):
             in_halves(step.update, start, codes)
         step.finish()
@@ -192,11 +199,21 @@ class QuotaAssignment:
     kernel then labels a row by comparing its key with its value's thresholds. Any batching
     gives the same labels.
 
+    The second pass is rarely needed: the draws are uniform, so the key where label i + 1
+    starts among a value's n_v rows (position s) is the (s + 1)-th smallest of n_v uniforms,
+    Beta(s + 1, n_v - s) distributed, and the first pass also collects the rows of the bins
+    that hold its central 1 - 2 * 10^-6 (when those are few: `_PREDICTED_ROWS`). Only when a
+    threshold falls outside them does the second pass run.
+
     ``value_of(codes)`` gives each row's value in ``0 .. m - 1`` (m = counts.shape[1]).
     """
 
     _MAX_CELLS = 1 << 22
     _COLLECTED_ROWS = 1 << 18
+    _PREDICTED_ROWS = 1 << 22
+    """Most rows the first pass collects in the bins predicted to hold thresholds (about 100
+    MB); beyond, the second pass always runs (as with many labels: blocks of 10^9 rows)."""
+    _MISSED = 1e-6
 
     def __init__(self, stream: KeyedStream, counts: np.ndarray,
                  value_of: Callable[[Mapping[str, np.ndarray]], np.ndarray],
@@ -217,7 +234,7 @@ class QuotaAssignment:
                                      min(16, math.floor(math.log2(self._MAX_CELLS / m)))))
         self._binned = np.zeros(m << self._bin_bits, dtype=np.int64)
         self._boundary: dict[str, np.ndarray] = {}
-        self._is_boundary = np.zeros(0, dtype=bool)
+        self._collecting = self._predicted_cells()
         self._search: SortedSearch | None = None
         self._collected: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._thresholds: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -235,8 +252,9 @@ class QuotaAssignment:
             binned = np.bincount(cells, minlength=len(self._binned))
             with self._lock:
                 self._binned += binned
+        if not self._collecting.size:
             return
-        hit = self._is_boundary[cells]
+        hit = self._collecting[cells]
         if hit.any():
             rows = np.flatnonzero(hit)
             found = (cells[rows], self._sort_key(values[rows], draws[rows]), rows + start)
@@ -251,10 +269,40 @@ class QuotaAssignment:
         self._stage += 1
 
     @property
+    def needed(self) -> bool:
+        return self._stage == 0 or self._thresholds is None
+
+    @property
     def passes(self) -> list[QuotaAssignment]:
-        """The two passes this assignment needs (itself, twice); none for a single label,
-        which every row gets (its quotas are the rows of each value)."""
+        """The passes this assignment may need (itself, twice: the second runs only when
+        `needed`); none for a single label, which every row gets (its quotas are the rows of
+        each value)."""
         return [self, self] if self.counts.shape[0] > 1 else []
+
+    def _predicted_cells(self) -> np.ndarray:
+        """Whether each bin is to be collected in the first pass: it holds the central
+        1 - 2 * `_MISSED` of some threshold's distribution (see the class); none when those
+        bins hold more than `_PREDICTED_ROWS` rows in all."""
+        from scipy.stats import beta
+
+        labels, m = self.counts.shape
+        totals = self.counts.sum(axis=0)
+        starts = np.cumsum(self.counts, axis=0)[:-1].T  # (m, labels - 1)
+        value = np.repeat(np.arange(m), labels - 1)
+        flat = starts.reshape(-1)
+        inside = (flat > 0) & (flat < totals[value])
+        value, flat = value[inside], flat[inside]
+        bins = 1 << self._bin_bits
+        first, last = (np.floor(beta.ppf(q, flat + 1, totals[value] - flat) * bins)
+                       .astype(np.int64).clip(0, bins - 1)
+                       for q in (self._MISSED, 1 - self._MISSED))
+        if np.sum((last - first + 1) * totals[value] / bins) > self._PREDICTED_ROWS:
+            return np.zeros(0, dtype=bool)
+        predicted = np.zeros(m << self._bin_bits, dtype=bool)
+        for cell, end in zip((value << self._bin_bits) + first,
+                             (value << self._bin_bits) + last + 1, strict=True):
+            predicted[cell:end] = True
+        return predicted
 
     def _sort_key(self, values: np.ndarray, draws: np.ndarray) -> np.ndarray:
         shift = np.uint64(self._value_bits)
@@ -276,13 +324,18 @@ class QuotaAssignment:
                          for v, s in zip(value[inside], flat[inside], strict=True)],
                         dtype=np.int64)
         before = np.where(bins > 0, cumulative[value[inside], np.maximum(bins - 1, 0)], 0)
-        self._boundary = {"inside": inside, "value": value, "flat": flat,
-                          "cell": (value[inside] << self._bin_bits) | bins,
-                          "offset": flat[inside] - before,
-                          "cells": np.unique((value[inside] << self._bin_bits) | bins)}
-        self._is_boundary = np.zeros(m << self._bin_bits, dtype=bool)
-        self._is_boundary[self._boundary["cells"]] = True
+        cells = (value[inside] << self._bin_bits) | bins
+        self._boundary = {"inside": inside, "value": value, "flat": flat, "cell": cells,
+                          "offset": flat[inside] - before}
         self._binned = np.zeros(0, dtype=np.int64)
+        if self._collecting.size and self._collecting[cells].all():
+            # Every threshold lies in a bin the first pass collected: no second pass.
+            self._find_thresholds()
+            self._collecting = np.zeros(0, dtype=bool)
+            return
+        self._collected = []
+        self._collecting = np.zeros(m << self._bin_bits, dtype=bool)
+        self._collecting[cells] = True
 
     def _find_thresholds(self) -> None:
         labels, m = self.counts.shape

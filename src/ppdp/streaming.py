@@ -69,6 +69,8 @@ def publish_rows_streaming(mechanism: Mechanism, source: Source,
     report = progress or _silent
     n_rows = source.n_rows
     for index, step in enumerate(plan.passes, start=1):
+        if not step.needed:
+            continue
         done = 0
         for start, codes in source.batches(batch_rows, step.columns):
             in_halves(step.update, start, codes)
