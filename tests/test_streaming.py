@@ -125,6 +125,35 @@ def test_row_groups_with_their_own_dictionaries(third, tmp_path):
             assert codes.tolist() == whole.codes[name].tolist(), (batch_rows, name)
 
 
+def test_integer_columns_of_every_width_and_range(tmp_path):
+    """Integer columns are counted over their range when it is small, hashed otherwise:
+    domains, counts and codes equal read_table's for the extremes of each width, a range too
+    wide to count over, and a column with a missing value."""
+    import pyarrow as pa
+
+    rng = np.random.default_rng(3)
+    columns = {"s": pa.array(rng.choice(["a", "b"], 600))}
+    for kind in (np.int8, np.uint8, np.int16, np.int64, np.uint64):
+        info = np.iinfo(kind)
+        values = rng.integers(0, 50, 600).astype(kind)
+        values[:2] = info.min, min(info.max, 2 ** 63 - 1)  # read_table's int64 holds them
+        columns[np.dtype(kind).name] = pa.array(values)
+    columns["wide"] = pa.array(rng.integers(-2 ** 62, 2 ** 62, 600))
+    columns["gap"] = pa.array([None, *range(599)], pa.int32())
+    path = tmp_path / "ints.parquet"
+    pq.write_table(pa.table(columns), path, row_group_size=250)
+    whole = ppdp.read_table(path, sensitive="s", missing="drop", observed_domains=True)
+    source = scan_table(path, sensitive="s", missing="drop", observed_domains=True,
+                        batch_rows=100)
+    assert source.schema == whole.schema and source.n_rows == whole.n_rows == 599
+    batches = list(source.batches(100))
+    for name in columns:
+        codes = np.concatenate([codes[name] for _, codes in batches])
+        assert codes.tolist() == whole.codes[name].tolist(), name
+        assert source.histogram([name]).tolist() == \
+            np.bincount(whole.codes[name], minlength=whole.schema[name].size).tolist(), name
+
+
 def test_a_different_key_changes_almost_every_draw(table):
     n = table.n_rows
     first, second = make_key(1), make_key(2)
