@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppdp.sorted_search import SortedSearch
+from ppdp.sorted_search import GroupedSortedSearch, SortedSearch
 
 
 @pytest.mark.parametrize("side", ["left", "right"])
@@ -51,3 +51,39 @@ def test_other_types_are_refused_or_converted():
         SortedSearch(np.array([1, 2, 3], dtype=np.int32))
     search = SortedSearch(np.array([0.25, 0.5]), "right")
     assert search(np.array([0, 1], dtype=np.int64)).tolist() == [0, 2]
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+@given(edges=st.lists(st.lists(st.integers(0, 2**64 - 1), max_size=30), max_size=6),
+       crowded=st.integers(0, 40), seed=st.integers(0, 2**32 - 1))
+@settings(max_examples=150, deadline=None)
+def test_grouped_words_as_numpy_in_each_group(side, edges, crowded, seed):
+    """Each group answers as numpy's searchsorted on its own edges, in slots ``base[g] + j``;
+    a group whose edges crowd into one bin (``crowded`` equal leading bits) is searched within
+    that bin."""
+    rng = np.random.default_rng(seed)
+    groups = [np.sort(np.array(e, dtype=np.uint64)) for e in edges]
+    groups.append(np.sort(np.uint64(7 << 56)
+                          + rng.integers(0, 1 << 20, crowded, dtype=np.uint64)))
+    search = GroupedSortedSearch(groups, side)
+    group = rng.integers(0, len(groups), 3000)
+    values = rng.integers(0, 2**64 - 1, 3000, dtype=np.uint64)
+    for g, e in enumerate(groups):
+        # Values equal to each edge, next to it, and at the ends, in the edge's group.
+        near = np.concatenate([e, e - np.uint64(1), e + np.uint64(1),
+                               np.array([0, 2**64 - 1], dtype=np.uint64)])
+        group = np.concatenate([group, np.full(len(near), g)])
+        values = np.concatenate([values, near])
+    answers, searched = search.search(group, values)
+    expected = np.array([np.searchsorted(groups[g], v, side=side)
+                         for g, v in zip(group, values, strict=True)])
+    np.testing.assert_array_equal(answers - search.base[group], expected)
+    np.testing.assert_array_equal(search.position[answers], expected)
+    on_edge = [v in set(groups[g].tolist()) for g, v in zip(group, values.tolist(), strict=True)]
+    assert set(np.flatnonzero(on_edge).tolist()) <= set(searched.tolist())
+
+
+def test_grouped_edges_must_be_sorted():
+    with pytest.raises(ValueError, match="sorted"):
+        GroupedSortedSearch([np.array([1, 2], dtype=np.uint64),
+                             np.array([5, 3], dtype=np.uint64)])

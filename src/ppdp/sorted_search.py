@@ -10,6 +10,7 @@ numpy's, exactly.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -70,3 +71,83 @@ class SortedSearch:
         if unknown.size:
             answers[unknown] = np.searchsorted(self.edges, values[unknown], side=self.side)
         return answers, unknown
+
+
+class GroupedSortedSearch:
+    """``np.searchsorted(edges[g], value, side)`` for many (group g, 64-bit value) pairs:
+    each group has its own sorted edges (the quota thresholds of each sensitive value, the
+    perturbation outcomes of each sub-table).
+
+    As `SortedSearch`, through a table: one row of 2^b bins of leading bits per group
+    (b from 8 to 16, so that the table holds at most 2^22 bins), the few values of bins that
+    hold an edge placed by a binary search among that bin's edges alone (vectorised, at
+    most log2 of the most edges in a bin steps).
+
+    Answers are *slots*: group g's answers ``0 .. len(edges[g])`` are slots
+    ``base[g] .. base[g] + len(edges[g])``, so that one array indexed by slot can map each
+    answer of each group to what it means (`position` gives the answer within the group).
+    """
+
+    _MAX_BINS = 1 << 22
+
+    def __init__(self, edges: list[np.ndarray], side: Literal["left", "right"] = "left"
+                 ) -> None:
+        groups = len(edges)
+        sizes = np.array([len(e) for e in edges], dtype=np.int64)
+        self.edges = np.concatenate([np.asarray(e, dtype=np.uint64) for e in edges]) \
+            if groups else np.zeros(0, dtype=np.uint64)
+        self.side: Literal["left", "right"] = side
+        starts = np.concatenate([[0], np.cumsum(sizes)])
+        self.base = starts[:-1] + np.arange(groups)
+        """Slot of each group's answer 0."""
+        self.position = np.arange(int(sizes.sum()) + groups) - np.repeat(self.base, sizes + 1)
+        """Each slot's answer within its group."""
+        self._bits = int(np.clip(math.floor(math.log2(self._MAX_BINS / max(groups, 1))), 8,
+                                 _BIN_BITS))
+        group = np.repeat(np.arange(groups), sizes)
+        if not _sorted_within(self.edges, group):
+            raise ValueError("each group's edges must be sorted")
+        cells = (group << self._bits) | (self.edges >> np.uint64(64 - self._bits)) \
+            .astype(np.int64)
+        in_cell = np.bincount(cells, minlength=groups << self._bits)
+        # Position (in ``edges``) of each bin's first edge, or of the first edge after it.
+        self._first = np.cumsum(in_cell) - in_cell
+        self._count = in_cell
+        # A bin that holds no edge gives all its values one answer: its group's edges below.
+        cell_group = np.arange(groups << self._bits) >> self._bits
+        self._answers = np.where(in_cell == 0, self._first - starts[cell_group]
+                                 + self.base[cell_group], _UNKNOWN).astype(np.int64)
+
+    def search(self, groups: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each (group, value)'s slot, and the positions of the values that were searched:
+        every value equal to an edge of its group is among them."""
+        values = np.asarray(values, dtype=np.uint64)
+        cells = np.left_shift(groups, self._bits, dtype=np.intp)
+        cells |= (values >> np.uint64(64 - self._bits)).astype(np.intp)
+        answers = self._answers[cells]
+        unknown = np.flatnonzero(answers == _UNKNOWN)
+        if unknown.size:
+            cell, value = cells[unknown], values[unknown]
+            low = self._first[cell]
+            high = low + self._count[cell]
+            # Binary search within each value's bin: the edges before low are below it, those
+            # from high on above it.
+            while True:
+                open_ = low < high
+                if not open_.any():
+                    break
+                middle = (low + high) // 2
+                edge = self.edges[np.minimum(middle, len(self.edges) - 1)]
+                below = edge < value if self.side == "left" else edge <= value
+                low = np.where(open_ & below, middle + 1, low)
+                high = np.where(open_ & ~below, middle, high)
+            group = np.asarray(groups)[unknown]
+            # Position in ``edges`` to slot: one more slot per group before it.
+            answers[unknown] = low + group
+        return answers, unknown
+
+
+def _sorted_within(edges: np.ndarray, group: np.ndarray) -> bool:
+    """Whether the edges of each group (consecutive) are in non-decreasing order."""
+    same = group[1:] == group[:-1]
+    return bool(np.all(edges[1:][same] >= edges[:-1][same]))

@@ -24,9 +24,9 @@ from ppdp import PerturbationPartitioning, UniformPerturbation
 from ppdp.errors import InfeasibleError, ReleaseError, SchemaError
 from ppdp.keyed import KeyedStream
 from ppdp.mechanisms.perturbation import (
+    PerturbWithin,
     amplification_gamma,
     error_bound,
-    perturb_within,
     perturbation_matrix,
     uniform_probabilities,
 )
@@ -141,8 +141,8 @@ def test_perturb_within_follows_eq1_in_each_subtable_domain():
     n = 40_000
     values = np.concatenate([np.zeros(n, dtype=np.int64), np.full(n, 2, dtype=np.int64)])
     subtable = np.repeat(np.array([0, 1], dtype=np.uint8), n)
-    out = perturb_within(values, subtable, domains, gammas,
-                         KeyedStream(7, "perturb").uniform(0, len(values)))
+    out = PerturbWithin(domains, gammas)(values, subtable,
+                                         KeyedStream(7, "perturb").raw(0, len(values)))
     # Sub-table 0: m = 3, gamma = 3 -> q = 1/5, p + q = 3/5. Sub-table 1: m = 3, gamma = 5 ->
     # q = 1/7, p + q = 5/7.
     expected = [np.array([3 / 5, 1 / 5, 1 / 5, 0, 0]), np.array([0, 0, 5 / 7, 1 / 7, 1 / 7])]
@@ -151,6 +151,29 @@ def test_perturb_within_follows_eq1_in_each_subtable_domain():
         tolerance = 5 * np.sqrt(expected[i] * (1 - expected[i]) / n)
         assert np.all(np.abs(freq - expected[i]) <= tolerance)
         assert np.all(freq[~domains[i]] == 0)  # never leaves SA_i
+
+
+def test_perturb_within_cuts_the_draws_at_its_thresholds():
+    """u < T_0 = floor(p 2^64) keeps the value; T_k <= u < T_(k+1) publishes the k-th value of
+    SA_i, T_k = T_0 + floor(k (2^64 - T_0)/m_i): checked on both sides of every threshold."""
+    domains = np.array([[1, 0, 1, 1, 0], [0, 1, 0, 0, 1]], dtype=bool)
+    gammas = np.array([3.0, 2.0])
+    perturb = PerturbWithin(domains, gammas)
+    whole = 1 << 64
+    for index, members in enumerate(domains):
+        size = int(members.sum())
+        p = (gammas[index] - 1) / (size - 1 + gammas[index])
+        kept = int(p * whole)
+        edges = [kept] + [kept + (whole - kept) * k // size for k in range(1, size)]
+        draws = [0, kept - 1] + [e + d for e in edges for d in (0, 1)] + \
+            [e - 1 for e in edges[1:]] + [whole - 1]
+        expected = [-1, -1] + [k for k in range(size) for _ in (0, 1)] + \
+            list(range(size - 1)) + [size - 1]
+        values = np.full(len(draws), 9, dtype=np.int64)
+        out = perturb(values, np.full(len(draws), index, dtype=np.uint8),
+                      np.array(draws, dtype=np.uint64))
+        published = np.flatnonzero(members)
+        assert out.tolist() == [9 if k < 0 else int(published[k]) for k in expected]
 
 
 # -- the estimator (Eq. 7) by hand ------------------------------------------------------------

@@ -54,6 +54,7 @@ from ppdp.query import (
 )
 from ppdp.randomness import RandomState
 from ppdp.release import Release, rows_from_arrow, rows_to_arrow, scan_rows
+from ppdp.sorted_search import GroupedSortedSearch
 from ppdp.sources import Source, TableSource
 from ppdp.table import Role, Schema, Table
 
@@ -180,38 +181,47 @@ class CompoundAttribute:
 # -- publishing ------------------------------------------------------------------------------
 
 
-def perturb_within(values: np.ndarray, subtable: np.ndarray, domains: np.ndarray,
-                   gammas: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
-    """Uniform Perturbation of every row within its sub-table's domain (Eq. 1 with m_i, p_i).
+class PerturbWithin:
+    """Uniform Perturbation of every row within its sub-table's domain (Eq. 1 with m_i, p_i),
+    from one 64-bit draw u a row.
 
-    ``values``: compound values; ``subtable``: each row's sub-table; ``domains``: boolean
-    (sub-tables x compound values) membership of SA_i; ``gammas``: gamma_i; ``uniforms``: one
-    uniform draw in [0, 1) per row.
+    ``domains``: boolean (sub-tables x compound values) membership of SA_i; ``gammas``:
+    gamma_i. In sub-table i the value is kept when u < T_0 = floor(p_i 2^64); otherwise u
+    picks the k-th value of SA_i (x itself possibly), T_k <= u < T_(k+1) with
+    ``T_k = T_0 + floor(k (2^64 - T_0) / m_i)``, which is what makes Pr[x -> x] = p_i + q_i
+    and Pr[x -> y] = q_i (to within 2^-64). The outcome of each row is found by one table
+    lookup (`GroupedSortedSearch`): 8 ns a row against 26 for the same in floating point.
     """
-    sizes = domains.sum(axis=1)
-    retention, _ = uniform_probabilities(gammas, sizes)
-    members = (np.flatnonzero(domains.reshape(-1)) % domains.shape[1]).astype(values.dtype)
-    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    # One draw u decides both steps: the value is kept when u < p_i; otherwise (u - p_i) /
-    # (1 - p_i) is uniform on [0, 1) and picks the replacement uniformly from SA_i (possibly
-    # the value itself), which is what makes Pr[x -> x] = p_i + q_i. Most rows are replaced
-    # (p_i is small), so the replacement is found for every row, without gathering the
-    # replaced ones first, and kept rows take their own value back. (In place, and with
-    # np.take, which is twice as fast as indexing here: this runs on every row published.)
-    if len(sizes) == 1:
-        p, size, offset = retention[0], sizes[0], offsets[0]
-    else:
-        p, size = np.take(retention, subtable), np.take(sizes, subtable)
-        offset = np.take(offsets, subtable)
-    scaled = uniforms - p
-    scaled /= 1.0 - p
-    scaled *= size
-    pick = scaled.astype(np.int64)
-    np.clip(pick, 0, size - 1, out=pick)
-    pick += offset
-    published = np.take(members, pick)
-    np.copyto(published, values, where=uniforms < p)
-    return published
+
+    def __init__(self, domains: np.ndarray, gammas: np.ndarray) -> None:
+        domains = np.atleast_2d(np.asarray(domains, dtype=bool))
+        sizes = domains.sum(axis=1)
+        retention, _ = uniform_probabilities(np.asarray(gammas, dtype=np.float64), sizes)
+        whole = 1 << 64
+        edges = []
+        for p, size in zip(retention.tolist(), sizes.tolist(), strict=True):
+            kept = min(int(p * whole), whole - 1)
+            edges.append(np.array([kept] + [kept + (whole - kept) * k // size
+                                            for k in range(1, size)], dtype=np.uint64))
+        self._search = GroupedSortedSearch(edges, side="right")
+        # The published value of each slot: -1 (the row's own) for answer 0, else the
+        # (answer - 1)-th value of SA_i.
+        outcome = np.full(len(self._search.position), -1, dtype=np.int64)
+        for index, members in enumerate(domains):
+            first = int(self._search.base[index]) + 1
+            outcome[first:first + int(sizes[index])] = np.flatnonzero(members)
+        self._outcome = outcome
+
+    def __call__(self, values: np.ndarray, subtable: np.ndarray,
+                 draws: np.ndarray) -> np.ndarray:
+        """The published compound values of rows with these ``values`` in sub-tables
+        ``subtable``, from their draws (uint64)."""
+        slots, _ = self._search.search(subtable, draws)
+        published = np.take(self._outcome, slots)
+        kept = published < 0
+        published = published.astype(values.dtype)
+        np.copyto(published, values, where=kept)
+        return published
 
 
 def compound_frequencies(source: Table | Source, compound: CompoundAttribute) -> np.ndarray:
@@ -233,14 +243,14 @@ def perturbation_plan(mechanism: str, schema: Schema, compound: CompoundAttribut
     published = schema.select(names)
     stream = KeyedStream(key, "perturb")
     several = len(gammas) > 1
+    perturb = PerturbWithin(domains, gammas)
 
     def kernel(codes: Mapping[str, np.ndarray], start: int) -> dict[str, np.ndarray]:
         values = compound.encode(codes)
         subtable = assignment.labels(start, codes) if assignment is not None \
             else np.zeros(len(values), dtype=np.uint8)
-        perturbed = compound.decode(
-            perturb_within(values, subtable, domains, gammas, stream.uniform(start, len(values))),
-            schema)
+        perturbed = compound.decode(perturb(values, subtable, stream.raw(start, len(values))),
+                                    schema)
         rows = {name: perturbed.get(name, codes[name]) for name in names}
         if several:
             rows[SUBTABLE_COLUMN] = subtable
