@@ -26,7 +26,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from ppdp.keyed import KeyedStream
-from ppdp.sorted_search import SortedSearch
+from ppdp.sorted_search import GroupedSortedSearch
 from ppdp.sources import DEFAULT_BATCH_ROWS, Source
 from ppdp.table import Schema
 
@@ -192,12 +192,12 @@ class QuotaAssignment:
     """Labels rows so that exactly ``counts[i, v]`` of the rows of value v get label i.
 
     The rows of each value are taken in a keyed random order, by the key (h, r) of row r, where
-    h holds the top bits of the row's draw from ``stream``; the first ``counts[0, v]`` get label
+    h is the row's 64-bit draw from ``stream``; the first ``counts[0, v]`` get label
     0, the next ``counts[1, v]`` label 1, and so on. The order is found without sorting all rows:
     a first pass counts each value's rows in 2^b bins of h, a second collects the few rows of the
     bins where a label changes and finds there the key where it changes (its threshold); the
-    kernel then labels a row by comparing its key with its value's thresholds. Any batching
-    gives the same labels.
+    kernel then labels a row by looking its draw up among its value's thresholds
+    (`GroupedSortedSearch`). Any batching gives the same labels.
 
     The second pass is rarely needed: the draws are uniform, so the key where label i + 1
     starts among a value's n_v rows (position s) is the (s + 1)-th smallest of n_v uniforms,
@@ -224,8 +224,6 @@ class QuotaAssignment:
         self.columns = tuple(columns)
         labels, m = self.counts.shape
         self.label_dtype = np.min_scalar_type(max(labels - 1, 0))
-        # The value's code in the high bits of one sortable word, the draw in the rest.
-        self._value_bits = max(1, math.ceil(math.log2(max(m, 2))))
         # Bins enough that the second pass collects about 2^18 rows (those of the bins where a
         # label changes: labels - 1 bins of a value's n_v / 2^b rows each), and no more: each
         # batch of the first pass adds up a histogram of every bin (2^22 bins: 10 ms a batch).
@@ -235,7 +233,8 @@ class QuotaAssignment:
         self._binned = np.zeros(m << self._bin_bits, dtype=np.int64)
         self._boundary: dict[str, np.ndarray] = {}
         self._collecting = self._predicted_cells()
-        self._search: SortedSearch | None = None
+        self._search: GroupedSortedSearch | None = None
+        self._label_of_slot = np.zeros(0, dtype=self.label_dtype)
         self._collected: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._thresholds: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._stage = 0
@@ -257,7 +256,7 @@ class QuotaAssignment:
         hit = self._collecting[cells]
         if hit.any():
             rows = np.flatnonzero(hit)
-            found = (cells[rows], self._sort_key(values[rows], draws[rows]), rows + start)
+            found = (cells[rows], draws[rows], rows + start)
             with self._lock:
                 self._collected.append(found)
 
@@ -304,10 +303,6 @@ class QuotaAssignment:
             predicted[cell:end] = True
         return predicted
 
-    def _sort_key(self, values: np.ndarray, draws: np.ndarray) -> np.ndarray:
-        shift = np.uint64(self._value_bits)
-        return (values.astype(np.uint64) << np.uint64(64 - self._value_bits)) | (draws >> shift)
-
     def _find_boundaries(self) -> None:
         labels, m = self.counts.shape
         binned = self._binned.reshape(m, -1)
@@ -343,23 +338,26 @@ class QuotaAssignment:
         # A label that starts at position 0 starts before every row of its value; one that
         # starts after the last row, after every row of it.
         first = boundary["flat"] <= 0
-        draw = np.where(first, np.uint64(0), np.iinfo(np.uint64).max).astype(np.uint64)
-        key = self._sort_key(boundary["value"], draw)
+        key = np.where(first, np.uint64(0), np.iinfo(np.uint64).max).astype(np.uint64)
         row = np.where(first, -1, np.iinfo(np.int64).max).astype(np.int64)
         if self._collected:
             cells, keys, rows = (np.concatenate(parts) for parts in zip(*self._collected,
                                                                         strict=True))
         else:
-            cells = keys = rows = np.zeros(0, dtype=np.int64)
+            cells = rows = np.zeros(0, dtype=np.int64)
+            keys = np.zeros(0, dtype=np.uint64)
         order = np.lexsort((rows, keys, cells))
         cells, keys, rows = cells[order], keys[order], rows[order]
         where = np.flatnonzero(boundary["inside"])
         for index, cell, offset in zip(where, boundary["cell"], boundary["offset"], strict=True):
             begin = np.searchsorted(cells, cell, side="left")
             key[index], row[index] = keys[begin + offset], rows[begin + offset]
-        # Keys of value v sort after every key of smaller values: one sorted array for all.
-        self._thresholds = (key, row, np.arange(m + 1) * (labels - 1))
-        self._search = SortedSearch(key, side="left")
+        offsets = np.arange(m + 1) * (labels - 1)
+        self._thresholds = (key, row, offsets)
+        # Each value's thresholds are sorted (by draw, then row id): searched value by value.
+        self._search = GroupedSortedSearch([key[a:b] for a, b in itertools.pairwise(offsets)],
+                                           side="left")
+        self._label_of_slot = self._search.position.astype(self.label_dtype)
         self._collected = []
 
     def labels(self, start: int, codes: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -369,24 +367,24 @@ class QuotaAssignment:
                             dtype=self.label_dtype)
         assert self._thresholds is not None, "run both passes first"
         keys_at, _, offsets = self._thresholds
-        values = np.asarray(self.value_of(codes), dtype=np.int64)
-        keys = self._sort_key(values, self.stream.raw(start, len(values)))
-        first = offsets[values]
-        # Thresholds of value v are sorted and below those of v + 1, so searching all of them
-        # and subtracting v's offset counts v's thresholds below the row's key.
+        values = np.asarray(self.value_of(codes))
+        draws = self.stream.raw(start, len(values))
+        # The count of the row's value's thresholds with a draw below the row's.
         assert self._search is not None
-        below, searched = self._search.search(keys)
-        label = below - first
+        slots, searched = self._search.search(values, draws)
+        label = self._label_of_slot[slots]
         if len(keys_at) and searched.size:
-            # A key equal to the next threshold (rare: 64-bit keys) passes it when the row id
-            # is not below the threshold's; only those rows are looked at again (a key equal
-            # to a threshold is among the few the search looked up).
-            at = np.minimum(below[searched], len(keys_at) - 1)
-            tied = searched[keys_at[at] == keys[searched]]
+            # A draw equal to the next threshold's (rare: 64-bit draws) passes it when the row
+            # id is not below the threshold's; only those rows are looked at again (a draw
+            # equal to a threshold is among the few the search looked up).
+            value = values[searched].astype(np.int64)
+            at = offsets[value] + label[searched]
+            tied = searched[(at < offsets[value + 1])
+                            & (keys_at[np.minimum(at, len(keys_at) - 1)] == draws[searched])]
             if tied.size:
-                label[tied] = self._past_ties(values[tied], keys[tied], tied + start,
-                                              label[tied])
-        return label.astype(self.label_dtype)
+                label[tied] = self._past_ties(values[tied].astype(np.int64), draws[tied],
+                                              tied + start, label[tied])
+        return label
 
     def _past_ties(self, values: np.ndarray, keys: np.ndarray, rows: np.ndarray,
                    label: np.ndarray) -> np.ndarray:

@@ -79,7 +79,7 @@ class GroupedSortedSearch:
     perturbation outcomes of each sub-table).
 
     As `SortedSearch`, through a table: one row of 2^b bins of leading bits per group
-    (b from 8 to 16, so that the table holds at most 2^22 bins), the few values of bins that
+    (b from 8 to 16, so that the table holds at most 2^21 bins, 8 MB), the few values of bins that
     hold an edge placed by a binary search among that bin's edges alone (vectorised, at
     most log2 of the most edges in a bin steps).
 
@@ -88,7 +88,7 @@ class GroupedSortedSearch:
     answer of each group to what it means (`position` gives the answer within the group).
     """
 
-    _MAX_BINS = 1 << 22
+    _MAX_BINS = 1 << 21
 
     def __init__(self, edges: list[np.ndarray], side: Literal["left", "right"] = "left"
                  ) -> None:
@@ -116,7 +116,7 @@ class GroupedSortedSearch:
         # A bin that holds no edge gives all its values one answer: its group's edges below.
         cell_group = np.arange(groups << self._bits) >> self._bits
         self._answers = np.where(in_cell == 0, self._first - starts[cell_group]
-                                 + self.base[cell_group], _UNKNOWN).astype(np.int64)
+                                 + self.base[cell_group], _UNKNOWN).astype(np.int32)
 
     def search(self, groups: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each (group, value)'s slot, and the positions of the values that were searched:
