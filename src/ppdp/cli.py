@@ -745,7 +745,10 @@ def risk(
     (Theorem 5.1) and every association probability (Theorem 5.2), against
     the release's alpha and beta. With SOURCE, also every source tuple's
     measures through all the groups that cover it (--per-tuple writes them).
-    Mondrian: k, distinct l and the normalized certainty penalty (NCP).
+    Mondrian: k, distinct l, the normalized certainty penalty (NCP), and
+    each class's presence |G| / prod |cover| (Theorem 5.1) and largest
+    association c / |G| (Theorem 5.2), their maxima and the share of
+    classes whose presence is 1.
 
     Examples:
 

@@ -74,7 +74,18 @@ def test_hand_table_classes_labels_and_covers() -> None:
     assert release.l_diversity() == 2
     # NCP: age (40/70 and 20/70 over the 70-year domain), zip (2 of 3 values, then one value).
     assert release.ncp() == pytest.approx(((40 / 70 + 20 / 70) / 2 + (2 / 3 + 0) / 2) / 2)
-    assert release.risk() == {"k": 4, "l": 2, "ncp": pytest.approx(8 / 21), "classes": 2}
+    # Presence |G| / prod |cover|: 4 / (4 ages * 2 zips), then 4 / (4 * 1). Association: flu
+    # in 2 of 4 rows, then cold in 3 of 4.
+    np.testing.assert_allclose(release.presence(), [0.5, 1.0])
+    np.testing.assert_allclose(release.association(), [0.5, 0.75])
+    assert release.risk() == {"k": 4, "l": 2, "ncp": pytest.approx(8 / 21), "classes": 2,
+                              "presence_max": 1.0, "presence_certain_share": 0.5,
+                              "association_max": 0.75}
+    # A class exactly at a bound is within it.
+    bounded = release.risk(alpha=0.5, beta=0.5)
+    assert bounded["presence_over_alpha_share"] == 0.5
+    assert bounded["association_over_beta_share"] == 0.5
+    assert release.risk(beta=0.75)["association_over_beta_share"] == 0.0
     assert release.parameters == {"k": 4, "l": 1, "hierarchies": []}
 
 

@@ -60,12 +60,14 @@ from ppdp.errors import InfeasibleError, SchemaError
 from ppdp.guarantees import GeneralizationGuarantee, mondrian_guarantee
 from ppdp.hierarchy import BoundHierarchy, Hierarchy
 from ppdp.keyed import KeyedStream, make_key
+from ppdp.mechanisms.ambiguity_groups import presence_probability
 from ppdp.mechanisms.base import (
     Mechanism,
     Parameter,
     Progress,
     require_integer,
     require_sensitive,
+    require_unit_interval,
 )
 from ppdp.mechanisms.group_product import GroupProduct
 from ppdp.plans import part_count, part_of, rank_order, split_parts
@@ -1277,10 +1279,66 @@ class MondrianRelease(Release):
             total += float(penalty[self.rows[name]].mean())
         return total / len(self.quasi)
 
-    def risk(self) -> dict[str, Any]:
-        """k, l, NCP and the number of equivalence classes of this release."""
-        return {"k": self.k_anonymity(), "l": self.l_diversity(), "ncp": self.ncp(),
-                "classes": self._classes[2]}
+    def class_sizes(self) -> np.ndarray:
+        """|G| for every equivalence class."""
+        key, _, n_classes = self._classes
+        return np.bincount(key, minlength=n_classes)
+
+    def association(self) -> np.ndarray:
+        """For every class G, the largest association probability c / |G| of a sensitive
+        value with an individual of G given presence, c the count of G's most frequent
+        sensitive value (ambiguity paper, Definition 4.2 and Theorem 5.2; the sensitive values
+        are published with the generalized rows, so c and |G| are public)."""
+        key, _, n_classes = self._classes
+        if not n_classes:
+            return np.zeros(0)
+        size = self.schema[self.sensitive].size
+        pairs, counts = np.unique(key.astype(np.int64) * size + self.sensitive_codes,
+                                  return_counts=True)
+        # Pairs are sorted by class, and every class holds at least one.
+        first = np.flatnonzero(np.diff(pairs // size, prepend=-1))
+        return np.maximum.reduceat(counts, first) / self.class_sizes()
+
+    def presence(self) -> np.ndarray:
+        """For every class G, the presence probability of an individual whose
+        quasi-identifiers fall in G's generalized values: ``|G| / prod_i |cover_i(G)|``
+        (ambiguity paper, Definition 4.1 and Theorem 5.1), where ``|cover_i(G)|`` is the number
+        of domain values G's generalized value of quasi-identifier i covers (published in the
+        cover files); capped at 1, as for ambiguity's groups."""
+        _, nodes, _ = self._classes
+        covers = np.stack([self.generalized[name].cover_sizes[nodes[name]]
+                           for name in self.quasi], axis=1)
+        return presence_probability(self.class_sizes(), covers)
+
+    def risk(self, *, alpha: float | None = None, beta: float | None = None
+             ) -> dict[str, Any]:
+        """k, distinct l, NCP, the number of classes, and the ambiguity paper's measures
+        (Section 5): the largest presence (`presence`), the share of classes whose presence is
+        1 (``|G| >= prod_i |cover_i(G)|``), the largest association (`association`) and, when
+        ``alpha`` or ``beta`` is given, the share of classes above it."""
+        presence, association = self.presence(), self.association()
+
+        def largest(values: np.ndarray) -> float:
+            return float(values.max()) if len(values) else 0.0
+
+        def share(classes: np.ndarray) -> float:
+            return float(classes.mean()) if len(classes) else 0.0
+
+        measures: dict[str, Any] = {
+            "k": self.k_anonymity(), "l": self.l_diversity(), "ncp": self.ncp(),
+            "classes": self._classes[2], "presence_max": largest(presence),
+            "presence_certain_share": share(presence >= 1.0),
+            "association_max": largest(association)}
+        # As for ambiguity's groups, a class within rounding of a bound counts as within it.
+        if alpha is not None:
+            alpha = require_unit_interval("alpha", alpha)
+            measures.update({"alpha": alpha, "presence_over_alpha_share": share(
+                presence > alpha * (1 + 1e-12))})
+        if beta is not None:
+            beta = require_unit_interval("beta", beta)
+            measures.update({"beta": beta, "association_over_beta_share": share(
+                association > beta * (1 + 1e-12))})
+        return measures
 
     def covers(self, column: str) -> dict[str, tuple[Any, ...]]:
         """The domain values each label of a quasi-identifier covers."""
