@@ -247,6 +247,7 @@ def publish(
       ppdp publish adult -m alphabeta -p k=10 -p gamma=0.2 -o view1
       ppdp publish adult -m ambiguity -s occupation -p alpha=0.1 -p beta=0.2 -o amb
       ppdp publish adult -m mondrian -s occupation -p k=10 -p l=5 --hierarchies H -o gen
+      ppdp publish adult -m mondrian -s occupation -p k=5 -p l=5 -p diversity=frequency -o gen
       ppdp publish visits.csv -m splu -s disease --domains visits-domains.json -o rel
       ppdp publish visits.csv -m dbr -s disease --domain disease=flu,cold,hiv -o rel
 
