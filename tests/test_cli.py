@@ -319,6 +319,29 @@ def test_mondrian_with_hierarchies_and_risk(shared_datasets: Path, tmp_path: Pat
     assert data["mechanism"] == "mondrian" and data["k"] >= 10 and data["l"] >= 3
 
 
+def test_mondrian_frequency_diversity(shared_datasets: Path, tmp_path: Path) -> None:
+    release = tmp_path / "frequency"
+    published = ok("publish", "adult", "-m", "mondrian", "-s", "occupation", "-p", "k=5", "-p",
+                   "l=5", "-p", "diversity=frequency", "--hierarchies",
+                   shared_datasets / "adult" / "hierarchies", "-o", release, "--seed", "1")
+    assert "diversity=frequency" in published
+    assert json.loads((release / "release.json").read_text())["parameters"]["diversity"] == (
+        "frequency")
+    data = json.loads(ok("risk", release, "--json"))
+    assert data["k"] >= 5 and data["association_max"] <= 0.2
+    assert 0 < data["presence_max"] <= 1
+    assert "association_max" in ok("risk", release)
+    stated = json.loads(ok("guarantee", "mondrian", "-p", "k=5", "-p", "l=5", "-p",
+                           "diversity=frequency", "--json"))
+    assert stated["diversity"] == "frequency" and "1/5" in stated["statement"]
+    fails("publish", "adult", "-m", "mondrian", "-s", "occupation", "-p", "k=5", "-p", "l=8",
+          "-p", "diversity=frequency", "-o", tmp_path / "refused",
+          match="'Prof-specialty' makes up 0.1339 of the table")
+    fails("publish", "adult", "-m", "mondrian", "-s", "occupation", "-p", "k=5", "-p",
+          "diversity=entropy", "-o", tmp_path / "unknown",
+          match="diversity must be 'distinct' or 'frequency'")
+
+
 def test_hierarchies_declare_domains_for_every_mechanism(data_csv: Path, tmp_path: Path) -> None:
     """--hierarchies declares the leaves as the domains (it used to be for mondrian only)."""
     folder = tmp_path / "hierarchies"

@@ -85,3 +85,6 @@ def test_mondrian_measures_through_release_risk() -> None:
     assert measures["mechanism"] == "mondrian"
     assert measures["k"] >= 10 and measures["l"] >= 3 and 0 <= measures["ncp"] <= 1
     assert np.isfinite(measures["classes"])
+    # Three distinct values in every class keep every association below 1.
+    assert 0 < measures["association_max"] < 1
+    assert 0 < measures["presence_max"] <= 1 and 0 <= measures["presence_certain_share"] <= 1

@@ -247,6 +247,7 @@ def publish(
       ppdp publish adult -m alphabeta -p k=10 -p gamma=0.2 -o view1
       ppdp publish adult -m ambiguity -s occupation -p alpha=0.1 -p beta=0.2 -o amb
       ppdp publish adult -m mondrian -s occupation -p k=10 -p l=5 --hierarchies H -o gen
+      ppdp publish adult -m mondrian -s occupation -p k=5 -p l=5 -p diversity=frequency -o gen
       ppdp publish visits.csv -m splu -s disease --domains visits-domains.json -o rel
       ppdp publish visits.csv -m dbr -s disease --domain disease=flu,cold,hiv -o rel
 
@@ -745,7 +746,10 @@ def risk(
     (Theorem 5.1) and every association probability (Theorem 5.2), against
     the release's alpha and beta. With SOURCE, also every source tuple's
     measures through all the groups that cover it (--per-tuple writes them).
-    Mondrian: k, distinct l and the normalized certainty penalty (NCP).
+    Mondrian: k, distinct l, the normalized certainty penalty (NCP), and
+    each class's presence |G| / prod |cover| (Theorem 5.1) and largest
+    association c / |G| (Theorem 5.2), their maxima and the share of
+    classes whose presence is 1.
 
     Examples:
 

@@ -4,8 +4,10 @@
   ``|G| / prod_i |G_ATi|`` (Theorem 5.1) and every (group, sensitive value) association
   probability ``c / |G|`` (Theorem 5.2); with the source table, the same for every source tuple
   through the groups that cover it (Definition 5.1, Lemma 5.1).
-* Generalization (Mondrian): k (smallest class), distinct l (fewest sensitive values in a class)
-  and the normalized certainty penalty.
+* Generalization (Mondrian): k (smallest class), distinct l (fewest sensitive values in a class),
+  the normalized certainty penalty, and the same two probabilities per class: presence
+  ``|G| / prod_i |cover_i|`` over the domain values its generalized values cover (Theorem 5.1)
+  and its largest association ``c / |G|`` (Theorem 5.2).
 
 A source tuple may be covered by several groups (all of its values appear in each of their
 auxiliary tables). Theorem 5.1 speaks of one covering group; ``presence`` reports the largest

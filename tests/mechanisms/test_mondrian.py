@@ -1,7 +1,9 @@
-"""Tests of Mondrian (LeFevre et al. 2006, strict median partitioning, optional distinct
-l-diversity): invariants of the partition and of the published generalization on random
-tables, an independent k-anonymity / l-diversity check with pycanon on Adult, and the
-estimator (values uniform over each generalized value) against numbers worked out by hand.
+"""Tests of Mondrian (LeFevre et al. 2006, strict median partitioning, optional distinct or
+frequency l-diversity): invariants of the partition and of the published generalization on
+random tables, an independent k-anonymity / l-diversity / (alpha, k)-anonymity check with
+pycanon on Adult, the ambiguity paper's presence and association measured on the published rows,
+and the estimator (values uniform over each generalized value) against numbers worked out by
+hand.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ppdp.mechanisms import mondrian
 from ppdp.mechanisms.mondrian import Mondrian, MondrianRelease, mondrian_partition
 from ppdp.release import Estimate, GroupedEstimate, load_release
 from ppdp.table import Role, Table, table_from_arrow
-from tests.test_release import rewrite_file
+from tests.test_release import edit_metadata, rewrite_file
 
 # -- a table small enough to follow by hand -------------------------------------------------
 #
@@ -74,8 +76,19 @@ def test_hand_table_classes_labels_and_covers() -> None:
     assert release.l_diversity() == 2
     # NCP: age (40/70 and 20/70 over the 70-year domain), zip (2 of 3 values, then one value).
     assert release.ncp() == pytest.approx(((40 / 70 + 20 / 70) / 2 + (2 / 3 + 0) / 2) / 2)
-    assert release.risk() == {"k": 4, "l": 2, "ncp": pytest.approx(8 / 21), "classes": 2}
-    assert release.parameters == {"k": 4, "l": 1, "hierarchies": []}
+    # Presence |G| / prod |cover|: 4 / (4 ages * 2 zips), then 4 / (4 * 1). Association: flu
+    # in 2 of 4 rows, then cold in 3 of 4.
+    np.testing.assert_allclose(release.presence(), [0.5, 1.0])
+    np.testing.assert_allclose(release.association(), [0.5, 0.75])
+    assert release.risk() == {"k": 4, "l": 2, "ncp": pytest.approx(8 / 21), "classes": 2,
+                              "presence_max": 1.0, "presence_certain_share": 0.5,
+                              "association_max": 0.75}
+    # A class exactly at a bound is within it.
+    bounded = release.risk(alpha=0.5, beta=0.5)
+    assert bounded["presence_over_alpha_share"] == 0.5
+    assert bounded["association_over_beta_share"] == 0.5
+    assert release.risk(beta=0.75)["association_over_beta_share"] == 0.0
+    assert release.parameters == {"k": 4, "l": 1, "diversity": "distinct", "hierarchies": []}
 
 
 @pytest.mark.parametrize(("query", "expected"), [
@@ -171,7 +184,8 @@ def test_the_release_order_is_keyed_by_row() -> None:
 @st.composite
 def random_tables(draw: st.DrawFn) -> tuple[Table, dict[str, Hierarchy]]:
     """2-4 quasi-identifiers (ints, floats, strings, strings with a hierarchy) over small
-    domains, some domain values unused, 1-300 rows, a sensitive column of 1-5 values."""
+    domains, some domain values unused, 1-300 rows, a sensitive column of 1-5 values, evenly
+    spread or skewed."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     n_rows = draw(st.integers(1, 300))
     data: dict[str, Any] = {}
@@ -196,22 +210,44 @@ def random_tables(draw: st.DrawFn) -> tuple[Table, dict[str, Hierarchy]]:
         data[name] = [domain[j] for j in used]
         domains[name] = domain
     n_values = draw(st.integers(1, 5))
-    data["s"] = [f"s{j}" for j in rng.integers(0, n_values, size=n_rows)]
+    # Even or skewed sensitive values (a skew makes the frequency bound refuse cuts).
+    shares = rng.dirichlet(np.full(n_values, draw(st.sampled_from([0.5, 2.0, 1000.0]))))
+    data["s"] = [f"s{j}" for j in rng.choice(n_values, size=n_rows, p=shares)]
     domains["s"] = [f"s{j}" for j in range(n_values)]
     table = table_from_arrow(pa.table(data), roles={"s": Role.SENSITIVE}, domains=domains)
     return table, hierarchies
 
 
+def feasible(sensitive: np.ndarray, k: int, l: int, diversity: str) -> bool:  # noqa: E741
+    """Whether the whole table is one k-anonymous, l-diverse class."""
+    counts = np.bincount(sensitive)
+    if diversity == "frequency":
+        return k <= len(sensitive) and counts.max() * l <= len(sensitive)
+    return k <= len(sensitive) and l <= np.count_nonzero(counts)
+
+
+def assert_diverse(classes: np.ndarray, sensitive: np.ndarray, l: int,  # noqa: E741
+                   diversity: str) -> None:
+    """Every class holds l distinct sensitive values, or none in more than 1/l of its rows."""
+    n_values = int(sensitive.max()) + 1
+    counts = np.bincount(classes.astype(np.int64) * n_values + sensitive,
+                         minlength=(int(classes.max()) + 1) * n_values).reshape(-1, n_values)
+    if diversity == "frequency":
+        assert np.all(counts.max(axis=1) * l <= counts.sum(axis=1))
+    else:
+        assert np.count_nonzero(counts, axis=1).min() >= l
+
+
 @settings(max_examples=150, deadline=None)
-@given(case=random_tables(), k=st.integers(1, 5), l=st.integers(1, 3))
+@given(case=random_tables(), k=st.integers(1, 5), l=st.integers(1, 3),
+       diversity=st.sampled_from(mondrian.DIVERSITIES))
 def test_partition_and_release_invariants(case: tuple[Table, dict[str, Hierarchy]], k: int,
-                                          l: int) -> None:  # noqa: E741
+                                          l: int, diversity: str) -> None:  # noqa: E741
     table, hierarchies = case
-    mechanism = Mondrian(k=k, l=l, hierarchies=hierarchies)
+    mechanism = Mondrian(k=k, l=l, diversity=diversity, hierarchies=hierarchies)
     n_rows = table.n_rows
     sensitive = table.codes["s"]
-    distinct = len(np.unique(sensitive))
-    if k > n_rows or l > distinct:
+    if not feasible(sensitive, k, l, diversity):
         event("infeasible")
         with pytest.raises(InfeasibleError):
             mechanism.publish(table, random_state=0)
@@ -223,12 +259,11 @@ def test_partition_and_release_invariants(case: tuple[Table, dict[str, Hierarchy
     assert classes.shape == (n_rows,)
     sizes = np.bincount(classes, minlength=n_classes)
     assert sizes.min() >= k and sizes.sum() == n_rows
-    per_class = np.unique(classes.astype(np.int64) * 10 + sensitive)
-    assert np.bincount(per_class // 10, minlength=n_classes).min() >= l
+    assert_diverse(classes, sensitive, l, diversity)
     # The pure function gives the same classes.
     ranks = mechanism.ranks(table)
     np.testing.assert_array_equal(
-        mondrian_partition(ranks, sensitive, k=k, l=l,
+        mondrian_partition(ranks, sensitive, k=k, l=l, diversity=diversity,
                            n_ranks=[table.schema[q].size for q in quasi]), classes)
     # Strict partitioning: the classes' boxes in rank space are pairwise disjoint.
     low = np.stack([np.full(n_classes, 10**6) for _ in ranks])
@@ -255,65 +290,83 @@ def test_partition_and_release_invariants(case: tuple[Table, dict[str, Hierarchy
     assert release.n_rows == n_rows
     assert Counter(rows_of(release.generalized_rows())) == Counter(rows_of(generalized))
     assert release.k_anonymity() >= k
-    assert release.l_diversity() >= l
+    if diversity == "frequency":
+        assert release.association().max() * l <= 1 + 1e-12
+    else:
+        assert release.l_diversity() >= l
+    assert release.parameters["diversity"] == diversity
     assert 0.0 <= release.ncp() <= 1.0
     value = table.schema["s"].domain[0]
     assert release.count(f"s = '{value}'").value == pytest.approx(
         float(np.count_nonzero(table.values("s") == value)))
 
 
-@settings(max_examples=40, deadline=None)
+def allowable(side: np.ndarray, k: int, l: int, diversity: str) -> bool:  # noqa: E741
+    """Whether one side of a cut (its rows' sensitive values) may become a partition."""
+    return len(side) >= k and (l == 1 or bool(feasible(side, k, l, diversity)))
+
+
+@settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n_rows=st.integers(1, 2000), k=st.integers(1, 20),
-       l=st.integers(1, 4), dims=st.integers(1, 5))
+       l=st.integers(1, 4), dims=st.integers(1, 5),
+       diversity=st.sampled_from(mondrian.DIVERSITIES))
 def test_the_pure_partition_on_random_ranks(seed: int, n_rows: int, k: int, l: int,  # noqa: E741
-                                            dims: int) -> None:
+                                            dims: int, diversity: str) -> None:
     rng = np.random.default_rng(seed)
     widths = rng.integers(1, 60, size=dims)
     ranks = [rng.integers(0, w, size=n_rows) for w in widths]
-    sensitive = rng.integers(0, 6, size=n_rows)
-    if k > n_rows or l > len(np.unique(sensitive)):
+    # Skewed sensitive values, so that frequency l-diversity refuses some cuts.
+    sensitive = rng.choice(6, size=n_rows, p=[0.3, 0.25, 0.2, 0.1, 0.1, 0.05])
+    if not feasible(sensitive, k, l, diversity):
         with pytest.raises(InfeasibleError):
-            mondrian_partition(ranks, sensitive, k=k, l=l)
+            mondrian_partition(ranks, sensitive, k=k, l=l, diversity=diversity)
         return
-    classes = mondrian_partition(ranks, sensitive, k=k, l=l)
+    classes = mondrian_partition(ranks, sensitive, k=k, l=l, diversity=diversity)
     sizes = np.bincount(classes)
     assert sizes.min() >= k and sizes.sum() == n_rows
-    assert np.bincount(np.unique(classes * 6 + sensitive) // 6).min() >= l
-    # No class could have been cut further at its median on any attribute (k-anonymity only).
-    if l == 1:
-        for c in range(len(sizes)):
-            members = classes == c
-            for rank in ranks:
-                values = np.sort(rank[members])
-                median = values[len(values) // 2]
-                for left in (values <= median, values < median):
-                    assert min(left.sum(), (~left).sum()) < k
+    assert_diverse(classes, sensitive, l, diversity)
+    # No class could have been cut further at its median on any attribute: checked row by row
+    # here, against the vectorised counts of the partitioning.
+    for c in range(len(sizes)):
+        members = classes == c
+        values = sensitive[members]
+        for rank in ranks:
+            member_ranks = rank[members]
+            median = np.sort(member_ranks)[len(member_ranks) // 2]
+            for left in (member_ranks <= median, member_ranks < median):
+                assert not (allowable(values[left], k, l, diversity)
+                            and allowable(values[~left], k, l, diversity))
 
 
+@pytest.mark.parametrize("diversity", mondrian.DIVERSITIES)
 @pytest.mark.parametrize("l", [2, 3, 5])
-def test_distinct_counts_agree_for_wide_sensitive_domains(l: int) -> None:  # noqa: E741
-    # Codes spread over 60,000 values count distinct values by sorting (many partitions
-    # times many values); the same values renumbered 0..n-1 count them with bincount.
+def test_counts_agree_for_wide_sensitive_domains(l: int, diversity: str) -> None:  # noqa: E741
+    # Codes spread over 60,000 values count values by sorting (many partitions times many
+    # values); the same values renumbered 0..n-1 count them with bincount. A few values
+    # repeated often make the frequency bound refuse some cuts.
     rng = np.random.default_rng(l)
     ranks = [rng.integers(0, 30, size=3000), rng.integers(0, 12, size=3000)]
-    wide = rng.integers(0, 60_000, size=3000)
+    wide = np.where(rng.random(3000) < 0.4, rng.integers(0, 3, size=3000) * 20_000,
+                    rng.integers(0, 60_000, size=3000))
     narrow = np.unique(wide, return_inverse=True)[1]
-    classes = mondrian_partition(ranks, wide, k=3, l=l)
-    np.testing.assert_array_equal(classes, mondrian_partition(ranks, narrow, k=3, l=l))
-    assert np.bincount(np.unique(classes * 60_000 + wide) // 60_000).min() >= l
+    classes = mondrian_partition(ranks, wide, k=3, l=l, diversity=diversity)
+    np.testing.assert_array_equal(classes, mondrian_partition(ranks, narrow, k=3, l=l,
+                                                              diversity=diversity))
+    assert_diverse(classes, narrow, l, diversity)
     assert len(np.unique(classes)) > 100
 
 
-@pytest.mark.parametrize("l", [1, 3])
-def test_histogram_and_sorted_medians_agree(monkeypatch: pytest.MonkeyPatch,
-                                            l: int) -> None:  # noqa: E741
+@pytest.mark.parametrize(("l", "diversity"), [(1, "distinct"), (3, "distinct"),
+                                              (3, "frequency")])
+def test_histogram_and_sorted_medians_agree(monkeypatch: pytest.MonkeyPatch, l: int,  # noqa: E741
+                                            diversity: str) -> None:
     rng = np.random.default_rng(10 + l)
     ranks = [rng.integers(0, w, size=5000) for w in (7, 40, 90)]
     sensitive = rng.integers(0, 8, size=5000)
     monkeypatch.setattr(mondrian, "HISTOGRAM_CELLS_PER_ROW", 0)
-    by_sorting = mondrian_partition(ranks, sensitive, k=4, l=l)
+    by_sorting = mondrian_partition(ranks, sensitive, k=4, l=l, diversity=diversity)
     monkeypatch.setattr(mondrian, "HISTOGRAM_CELLS_PER_ROW", 10**9)
-    by_histogram = mondrian_partition(ranks, sensitive, k=4, l=l)
+    by_histogram = mondrian_partition(ranks, sensitive, k=4, l=l, diversity=diversity)
     np.testing.assert_array_equal(by_sorting, by_histogram)
 
 
@@ -332,22 +385,90 @@ def adult_hierarchies(shared_datasets: Path) -> dict[str, Hierarchy]:
     return read_hierarchies(shared_datasets / "adult" / "hierarchies")
 
 
-@pytest.mark.parametrize(("k", "l"), [(5, 1), (10, 1), (50, 1), (10, 2)])
+@pytest.mark.parametrize(("k", "l", "diversity"), [
+    (5, 1, "distinct"), (10, 1, "distinct"), (50, 1, "distinct"), (10, 2, "distinct"),
+    (5, 5, "frequency")])
 def test_pycanon_confirms_k_and_l_on_adult(adult: Table,
                                            adult_hierarchies: dict[str, Hierarchy], k: int,
-                                           l: int) -> None:  # noqa: E741
-    release = Mondrian(k=k, l=l, hierarchies=adult_hierarchies).publish(adult, random_state=k)
+                                           l: int, diversity: str) -> None:  # noqa: E741
+    release = Mondrian(k=k, l=l, diversity=diversity,
+                       hierarchies=adult_hierarchies).publish(adult, random_state=k)
     frame = release.generalized_rows().to_pandas()
     quasi = list(adult.schema.quasi_identifiers)
     assert len(quasi) == 8 and "occupation" not in quasi
     measured_k = anonymity.k_anonymity(frame, quasi)
     assert measured_k >= k
     assert measured_k == release.k_anonymity()
+    # No value above 1/l of a class also leaves at least l distinct values in it.
     measured_l = anonymity.l_diversity(frame, quasi, ["occupation"])
     assert measured_l >= l
     assert measured_l == release.l_diversity()
+    if diversity == "frequency":
+        # pycanon's (alpha, k)-anonymity (Wong et al. 2006) measures alpha as the largest share
+        # of one sensitive value in a class: the frequency bound is alpha <= 1/l. (It loops
+        # over the classes in Python, too slowly to run on every case.)
+        alpha, _ = anonymity.alpha_k_anonymity(frame, quasi, ["occupation"])
+        assert alpha <= 1 / l
+        assert alpha == pytest.approx(release.risk()["association_max"])
     assert release.parameters["hierarchies"] == quasi
     assert 0 < release.ncp() < 1
+
+
+@pytest.fixture(scope="module")
+def bundled_adult() -> Table:
+    return ppdp.datasets.adult(sensitive="occupation")
+
+
+@pytest.mark.parametrize("diversity", mondrian.DIVERSITIES)
+def test_association_and_presence_measured_on_the_published_rows(
+        bundled_adult: Table, adult_hierarchies: dict[str, Hierarchy], diversity: str) -> None:
+    # The ambiguity paper's baseline at beta = 0.2 bounds association by 1/l with l = 5.
+    release = Mondrian(k=5, l=5, diversity=diversity,
+                       hierarchies=adult_hierarchies).publish(bundled_adult, random_state=5)
+    rows = release.generalized_rows().to_pandas()
+    quasi = list(bundled_adult.schema.quasi_identifiers)
+    sizes = rows.value_counts(quasi)
+    largest = rows.value_counts([*quasi, "occupation"]).groupby(level=quasi).max()
+    largest = largest.reindex(sizes.index)
+    association = largest / sizes
+    if diversity == "frequency":
+        # Every class at c / |G| <= beta = 1/5, in integers: 5c <= |G|.
+        assert (largest * 5 <= sizes).all()
+    else:
+        # Distinct values alone leave classes where one value dominates.
+        assert association.max() > 0.5
+    # Presence |G| / prod_i |cover_i| from the published covers, capped at 1 (Theorem 5.1).
+    cover_sizes = {name: {label: len(values) for label, values in release.covers(name).items()}
+                   for name in quasi}
+    combinations = np.asarray([np.prod([cover_sizes[name][label]
+                                        for name, label in zip(quasi, labels, strict=True)],
+                                       dtype=np.float64)
+                               for labels in sizes.index])
+    presence = np.minimum(1.0, sizes.to_numpy() / combinations)
+    measured = release.risk(alpha=0.5, beta=0.2)
+    assert measured["classes"] == len(sizes)
+    assert measured["k"] == sizes.min() >= 5
+    assert measured["association_max"] == pytest.approx(association.max())
+    assert measured["association_over_beta_share"] == pytest.approx(
+        np.mean(association.to_numpy() > 0.2 + 1e-9))
+    assert measured["presence_max"] == pytest.approx(presence.max())
+    assert measured["presence_certain_share"] == pytest.approx(np.mean(presence >= 1))
+    assert measured["presence_over_alpha_share"] == pytest.approx(np.mean(presence > 0.5))
+    assert sorted(release.association()) == pytest.approx(sorted(association))
+    assert sorted(release.presence()) == pytest.approx(sorted(presence))
+    if diversity == "frequency":
+        assert measured["association_over_beta_share"] == 0.0
+
+
+def test_frequency_l_beyond_the_data_is_refused(bundled_adult: Table) -> None:
+    # Prof-specialty holds 4,038 of the 30,162 rows (13.4 %): no class can keep it under 1/8.
+    with pytest.raises(InfeasibleError, match=(
+            r"^l = 8 \(frequency\) allows each value of 'occupation' in at most 1/8 = 0\.125 "
+            r"of a class, but 'Prof-specialty' makes up 0\.1339 of the table \(4038 of 30162 "
+            r"rows\); l must be at most 7$")):
+        Mondrian(k=5, l=8, diversity="frequency").publish(bundled_adult)
+    assert Mondrian(k=5, l=7, diversity="frequency").publish(
+        bundled_adult, random_state=0).association().max() <= 1 / 7
 
 
 def test_adult_estimates_are_consistent(adult: Table,
@@ -398,11 +519,35 @@ def test_save_and_load_round_trip(tmp_path: Path, adult: Table,
     for name in adult.schema.quasi_identifiers:
         assert loaded.covers(name) == release.covers(name)
     assert loaded.risk() == release.risk()
+    assert loaded.parameters["diversity"] == "distinct"
     queries = ["age BETWEEN 30 AND 45 AND occupation = 'Sales'",
                "education = 'Bachelors' OR sex = 'Male'", "NOT (race = 'White')"]
     np.testing.assert_allclose(loaded.count_all(queries)[0], release.count_all(queries)[0])
     grouped = "SELECT sex, COUNT(*) FROM t WHERE age > 50 GROUP BY sex"
     assert loaded.count(grouped) == release.count(grouped)
+
+
+def test_the_kind_of_diversity_is_saved(tmp_path: Path) -> None:
+    release = Mondrian(k=2, l=2, diversity="frequency").publish(hand_table(), random_state=4)
+    root = release.save(tmp_path / "frequency")
+    metadata = json.loads((root / "release.json").read_text())
+    assert metadata["parameters"]["diversity"] == "frequency"
+    loaded = load_release(root)
+    assert loaded.parameters == release.parameters
+    assert loaded.risk(beta=0.5) == release.risk(beta=0.5)
+
+
+def test_a_release_without_the_kind_of_diversity_loads_as_distinct(tmp_path: Path) -> None:
+    # Releases written before the frequency kind existed record k, l and hierarchies only.
+    root = Mondrian(k=2, l=2).publish(hand_table(), random_state=4).save(tmp_path / "old")
+    edit_metadata(root, lambda metadata: metadata["parameters"].pop("diversity"))
+    assert json.loads((root / "release.json").read_text())["parameters"] == {
+        "k": 2, "l": 2, "hierarchies": []}
+    loaded = load_release(root)
+    assert loaded.parameters == {"k": 2, "l": 2, "diversity": "distinct", "hierarchies": []}
+    edit_metadata(root, lambda metadata: metadata["parameters"].update(diversity="entropy"))
+    with pytest.raises(ReleaseError, match="diversity must be 'distinct' or 'frequency'"):
+        load_release(root)
 
 
 def test_published_files_hold_nothing_else(tmp_path: Path) -> None:
@@ -420,7 +565,8 @@ def test_published_files_hold_nothing_else(tmp_path: Path) -> None:
         assert cover.schema.field("label").type == pa.string()
         assert cover.schema.field("value").type == values
     metadata = json.loads((root / "release.json").read_text())
-    assert metadata["parameters"] == {"k": 4, "l": 1, "hierarchies": ["zip"]}
+    assert metadata["parameters"] == {"k": 4, "l": 1, "diversity": "distinct",
+                                      "hierarchies": ["zip"]}
     assert [c["name"] for c in metadata["schema"]] == ["age", "zip", "disease"]
 
 
@@ -456,6 +602,14 @@ def test_l_must_be_a_positive_integer(l: Any) -> None:  # noqa: E741
         Mondrian(k=2, l=l)
 
 
+@pytest.mark.parametrize("diversity", ["entropy", "Frequency", None, 1])
+def test_diversity_must_be_a_known_kind(diversity: Any) -> None:
+    with pytest.raises(ValueError, match="diversity must be 'distinct' or 'frequency'"):
+        Mondrian(k=2, l=2, diversity=diversity)
+    with pytest.raises(ValueError, match="diversity must be 'distinct' or 'frequency'"):
+        mondrian_partition([np.arange(4)], np.arange(4), k=1, l=2, diversity=diversity)
+
+
 def test_infeasible_parameters() -> None:
     with pytest.raises(InfeasibleError, match=r"k = 9 exceeds the number of rows \(8\); k must "
                                               r"be at most 8"):
@@ -464,6 +618,14 @@ def test_infeasible_parameters() -> None:
         Mondrian(k=1, l=4).publish(hand_table())
     with pytest.raises(InfeasibleError):
         mondrian_partition([np.arange(5)], np.zeros(5, dtype=np.int64), k=1, l=2)
+    # Cold is in 4 of the 8 rows: frequency l = 3 would keep it in at most 1/3 of a class.
+    with pytest.raises(InfeasibleError, match=r"'cold' makes up 0\.5 of the table \(4 of 8 "
+                                              r"rows\); l must be at most 2"):
+        Mondrian(k=1, l=3, diversity="frequency").publish(hand_table())
+    with pytest.raises(InfeasibleError, match=r"the most frequent is in 4 of 8; l must be at "
+                                              r"most 2"):
+        mondrian_partition([np.arange(8)], hand_table().codes["disease"], k=1, l=3,
+                           diversity="frequency")
 
 
 def test_hierarchy_errors() -> None:
@@ -504,10 +666,17 @@ def test_ignored_columns_are_not_published() -> None:
 def test_parameters_and_guarantee() -> None:
     mechanism = Mondrian.from_params({"k": "5"})
     assert isinstance(mechanism, Mondrian)
-    assert (mechanism.k, mechanism.l) == (5, 1)
+    assert (mechanism.k, mechanism.l, mechanism.diversity) == (5, 1, "distinct")
     assert Mondrian(k=5, l=2).guarantee() == mondrian_guarantee(k=5, l=2)
     assert Mondrian.name == "mondrian"
-    assert [p.name for p in Mondrian.parameters] == ["k", "l"]
+    assert [p.name for p in Mondrian.parameters] == ["k", "l", "diversity"]
+    frequency = Mondrian.from_params({"k": "5", "l": "5", "diversity": "frequency"})
+    assert isinstance(frequency, Mondrian)
+    assert frequency.parameter_values == {"k": 5, "l": 5, "diversity": "frequency"}
+    stated = frequency.guarantee().to_dict()
+    assert stated["diversity"] == "frequency"
+    assert "no sensitive value makes up more than 1/5" in stated["statement"]
+    assert "at most 0.2" in stated["statement"]
 
 
 def test_seeds_only_change_the_row_order() -> None:

@@ -26,7 +26,7 @@ from ppdp.release import load_release
 from ppdp.sources import TableSource
 from ppdp.storage import PARTIAL_SUFFIX
 from ppdp.table import Role, Table, table_from_arrow
-from tests.mechanisms.test_mondrian import hand_table, random_tables
+from tests.mechanisms.test_mondrian import feasible, hand_table, random_tables
 
 N_ROWS = 1_000_000
 LOCAL = 100_000
@@ -78,17 +78,19 @@ def publish_both(mechanism: Mondrian, table: Table, tmp_path: Path, local_rows: 
 # -- 10^6 rows, several levels cut from histograms ------------------------------------------
 
 
+@pytest.mark.parametrize("diversity", mondrian.DIVERSITIES)
 def test_the_hybrid_partition_is_the_in_memory_one(big_adult: Table, tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   diversity: str) -> None:
     # Without hierarchies any two classes differ in a label (their boxes are apart on some
     # attribute, and so are their ranges or sets of values there): the rows' label tuples give
     # the partition of row sets.
-    mechanism = Mondrian(k=10, l=3)
+    mechanism = Mondrian(k=10, l=3, diversity=diversity)
     release, in_memory, hybrid, stages = publish_both(mechanism, big_adult, tmp_path, LOCAL,
                                                       joint_cells=0, batch_rows=300_000)
     # 10^6 rows come down to partitions of 10^5 after at least four levels, each cut from
     # histograms, then (with no room for counts by sensitive value) from the sensitive values
-    # around the medians, found in a second pass.
+    # around the medians, counted in a second pass.
     levels = [s for s in stages if s.startswith("cutting level")]
     assert levels == [f"cutting level {level}" for level in range(1, len(levels) + 1)]
     assert len(levels) >= 4 and "l-diversity at level 4" in stages
@@ -105,12 +107,15 @@ def test_the_hybrid_partition_is_the_in_memory_one(big_adult: Table, tmp_path: P
     assert files_of(hybrid) == files_of(in_memory)
     assert loaded.risk() == release.risk()
     assert loaded.risk()["k"] >= 10 and loaded.risk()["l"] >= 3
+    if diversity == "frequency":
+        assert loaded.risk()["association_max"] <= 1 / 3
 
 
+@pytest.mark.parametrize(("l", "diversity"), [(2, "distinct"), (5, "frequency")])
 def test_the_hybrid_release_with_hierarchies_is_the_in_memory_one(
         big_adult: Table, adult_hierarchies: dict[str, Hierarchy], tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    mechanism = Mondrian(k=5, l=2, hierarchies=adult_hierarchies)
+        monkeypatch: pytest.MonkeyPatch, l: int, diversity: str) -> None:  # noqa: E741
+    mechanism = Mondrian(k=5, l=l, diversity=diversity, hierarchies=adult_hierarchies)
     release, in_memory, hybrid, stages = publish_both(mechanism, big_adult, tmp_path, LOCAL)
     # Counts by rank and sensitive value decide each level in one pass.
     assert "cutting level 3" in stages
@@ -143,17 +148,18 @@ def test_large_classes_and_several_parts(big_adult: Table, tmp_path: Path,
     assert release.risk()["k"] >= 12_000
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(case=random_tables(), k=st.integers(1, 4), l=st.integers(1, 3),
-       local_rows=st.integers(1, 40), batch_rows=st.integers(1, 64), joint=st.booleans())
+       diversity=st.sampled_from(mondrian.DIVERSITIES), local_rows=st.integers(1, 40),
+       batch_rows=st.integers(1, 64), joint=st.booleans())
 def test_random_tables_give_the_in_memory_files(
         tmp_path_factory: pytest.TempPathFactory, case: tuple[Table, dict[str, Hierarchy]],
-        k: int, l: int, local_rows: int, batch_rows: int,  # noqa: E741
+        k: int, l: int, diversity: str, local_rows: int, batch_rows: int,  # noqa: E741
         joint: bool) -> None:
     table, hierarchies = case
-    if k > table.n_rows or l > len(np.unique(table.codes["s"])):
+    if not feasible(table.codes["s"], k, l, diversity):
         return
-    mechanism = Mondrian(k=k, l=l, hierarchies=hierarchies)
+    mechanism = Mondrian(k=k, l=l, diversity=diversity, hierarchies=hierarchies)
     folder = tmp_path_factory.mktemp("random")
     in_memory = mechanism.publish(table, random_state=9).save(folder / "in-memory")
     with pytest.MonkeyPatch.context() as patch:
@@ -234,4 +240,7 @@ def test_infeasible_parameters_write_nothing(tmp_path: Path) -> None:
         Mondrian(k=9).publish_source(TableSource(hand_table()), tmp_path / "release")
     with pytest.raises(InfeasibleError, match="l must be at most 3"):
         Mondrian(k=1, l=4).publish_source(TableSource(hand_table()), tmp_path / "release")
+    with pytest.raises(InfeasibleError, match=r"'cold' makes up 0\.5 .* l must be at most 2"):
+        Mondrian(k=1, l=3, diversity="frequency").publish_source(TableSource(hand_table()),
+                                                                 tmp_path / "release")
     assert leftovers(tmp_path) == []

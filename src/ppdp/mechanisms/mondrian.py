@@ -1,13 +1,19 @@
 """Mondrian multidimensional generalization (LeFevre, DeWitt and Ramakrishnan, "Mondrian
-multidimensional k-anonymity", ICDE 2006), strict partitioning, with optional distinct
-l-diversity (Machanavajjhala et al. 2006); the generalization baseline the ambiguity paper
-compares with (Section 8).
+multidimensional k-anonymity", ICDE 2006), strict partitioning, with optional l-diversity of
+one of two kinds; the generalization baseline the ambiguity paper compares with (Section 8).
+
+* distinct (Machanavajjhala et al. 2006): every class holds at least l distinct sensitive
+  values;
+* frequency (Xiao and Tao, "Anatomy", VLDB 2006, their l-diverse partition): no sensitive
+  value makes up more than 1/l of a class, so that an individual's association with a
+  sensitive value, given its presence, is at most 1/l (the ambiguity paper's beta-association
+  with beta = 1/l, Theorem 5.2).
 
 Mondrian cuts the rows top-down: a partition is cut at the median of the quasi-identifier with
 the widest normalised range, and the cut is kept when both halves hold at least k rows (and,
-for l >= 2, at least l distinct sensitive values); a partition that no attribute can cut
-becomes an equivalence class. Each class publishes, per quasi-identifier, one generalized value
-covering the values of its rows.
+for l >= 2, are l-diverse); a partition that no attribute can cut becomes an equivalence
+class. Each class publishes, per quasi-identifier, one generalized value covering the values
+of its rows.
 
 Every quasi-identifier is cut in a total order of its values: the depth-first order of its
 hierarchy when one is given (``ppdp.hierarchy``), else the order of its domain (its codes),
@@ -25,13 +31,14 @@ costs a few passes over the rows and no Python loop runs per row or per partitio
 
 A source larger than memory (``Mondrian.publish_source``) is cut the same way in two stages.
 While a partition holds more than `LOCAL_ROWS` rows, its cut is decided from its histograms
-(counts by rank per quasi-identifier; for l >= 2, which sensitive values lie below, at and above
-each median), gathered for all open partitions of a level in one pass over the source, each row
-finding its partition by descending the cuts made so far. One more pass spills the rows of every
-smaller partition to a file of its own, and each is partitioned in memory as above. Both stages
-decide a cut with the same function (`_choose_cuts`), and a partition's cuts depend on its rows
-alone, so the classes are those of the in-memory recursion. Generalized values are numbered in a
-canonical order (`_Covers`), whatever the order the classes are found in.
+(counts by rank per quasi-identifier; for l >= 2, the counts of each sensitive value below,
+at and above each median), gathered for all open partitions of a level in one pass over the
+source, each row finding its partition by descending the cuts made so far. One more pass spills
+the rows of every smaller partition to a file of its own, and each is partitioned in memory as
+above. Both stages decide a cut with the same function (`_choose_cuts`), and a partition's cuts
+depend on its rows alone, so the classes are those of the in-memory recursion. Generalized
+values are numbered in a canonical order (`_Covers`), whatever the order the classes are found
+in.
 
 Rows are published in a keyed random order (stream ``"mondrian"`` of `ppdp.keyed`, by row id)
 and written in parts of that order (`ppdp.plans`), so that ``publish(table).save(directory)``
@@ -60,12 +67,14 @@ from ppdp.errors import InfeasibleError, SchemaError
 from ppdp.guarantees import GeneralizationGuarantee, mondrian_guarantee
 from ppdp.hierarchy import BoundHierarchy, Hierarchy
 from ppdp.keyed import KeyedStream, make_key
+from ppdp.mechanisms.ambiguity_groups import presence_probability
 from ppdp.mechanisms.base import (
     Mechanism,
     Parameter,
     Progress,
     require_integer,
     require_sensitive,
+    require_unit_interval,
 )
 from ppdp.mechanisms.group_product import GroupProduct
 from ppdp.plans import part_count, part_of, rank_order, split_parts
@@ -93,6 +102,18 @@ HISTOGRAM_CELLS_PER_ROW = 2
 per row (few partitions), else from sorting."""
 
 
+DIVERSITIES = ("distinct", "frequency")
+"""The kinds of l-diversity: at least l distinct sensitive values per class, or no sensitive
+value in more than 1/l of a class's rows."""
+
+
+def require_diversity(value: Any) -> str:
+    """The kind of l-diversity, checked (one of `DIVERSITIES`)."""
+    if value not in DIVERSITIES:
+        raise ValueError(f"diversity must be 'distinct' or 'frequency', got {value!r}")
+    return str(value)
+
+
 def cover_file(position: int) -> str:
     """File stem of the covers of the quasi-identifier at ``position`` (0-based)."""
     return f"cover_{position + 1}"
@@ -104,15 +125,17 @@ def cover_file(position: int) -> str:
 
 def mondrian_partition(ranks: Sequence[np.ndarray], sensitive: np.ndarray, *, k: int,
                        l: int = 1,  # noqa: E741 - the usual symbol
-                       n_ranks: Sequence[int] | None = None) -> np.ndarray:
+                       n_ranks: Sequence[int] | None = None,
+                       diversity: str = "distinct") -> np.ndarray:
     """The equivalence class of every row (ids ``0 .. classes - 1``, in input row order).
 
     Strict Mondrian (LeFevre et al. 2006, median cuts, Section 4) on ``ranks`` (one array per
     quasi-identifier: each row's position in that attribute's order, ``0 .. n_ranks - 1``;
     ``n_ranks`` defaults to the largest rank + 1). Each class holds at least ``k`` rows and,
-    when ``l >= 2``, at least ``l`` distinct values of ``sensitive``.
+    when ``l >= 2``, at least ``l`` distinct values of ``sensitive`` (``diversity="distinct"``)
+    or no value of ``sensitive`` in more than 1/l of its rows (``"frequency"``).
     """
-    return _partition(ranks, sensitive, k=k, l=l, n_ranks=n_ranks).classes
+    return _partition(ranks, sensitive, k=k, l=l, n_ranks=n_ranks, diversity=diversity).classes
 
 
 @dataclass(frozen=True)
@@ -129,10 +152,11 @@ class _Partition:
 
 
 def _partition(ranks: Sequence[np.ndarray], sensitive: np.ndarray, *, k: int, l: int,  # noqa: E741
-               n_ranks: Sequence[int] | None = None) -> _Partition:
+               n_ranks: Sequence[int] | None = None, diversity: str = "distinct") -> _Partition:
     """``mondrian_partition`` with each class's rank ranges, after checking the input."""
     k = require_integer("k", k, 1)
     l = require_integer("l", l, 1)  # noqa: E741
+    diversity = require_diversity(diversity)
     sensitive = np.asarray(sensitive)
     n_rows = len(sensitive)
     if not len(ranks):
@@ -152,11 +176,21 @@ def _partition(ranks: Sequence[np.ndarray], sensitive: np.ndarray, *, k: int, l:
         raise InfeasibleError(f"k = {k} exceeds the number of rows ({n_rows}); k must be at "
                               f"most {n_rows}")
     codes, n_values = _compact(sensitive)
-    present = int(np.count_nonzero(np.bincount(codes, minlength=n_values)))
-    if l > present:
-        raise InfeasibleError(f"l = {l} needs {l} distinct sensitive values but there are "
-                              f"{present}; l must be at most {present}")
-    return _levels(arrays, [int(n) for n in n_ranks], codes, n_values, k, l)
+    counts = np.bincount(codes, minlength=n_values)
+    if diversity == "frequency":
+        # The table is the union of its classes: a value above 1/l of it is above 1/l of some
+        # class. (There are rows: k >= 1 of them.)
+        largest = int(counts.max())
+        if largest * l > n_rows:
+            raise InfeasibleError(f"l = {l} (frequency) allows a sensitive value in at most 1/{l} "
+                                  f"of the rows, but the most frequent is in {largest} of "
+                                  f"{n_rows}; l must be at most {n_rows // largest}")
+    else:
+        present = int(np.count_nonzero(counts))
+        if l > present:
+            raise InfeasibleError(f"l = {l} needs {l} distinct sensitive values but there are "
+                                  f"{present}; l must be at most {present}")
+    return _levels(arrays, [int(n) for n in n_ranks], codes, n_values, k, l, diversity)
 
 
 def _compact(values: np.ndarray) -> tuple[np.ndarray, int]:
@@ -169,7 +203,7 @@ def _compact(values: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def _levels(ranks: Sequence[np.ndarray], n_ranks: Sequence[int], sensitive: np.ndarray,
-            n_sensitive: int, k: int, l: int) -> _Partition:  # noqa: E741
+            n_sensitive: int, k: int, l: int, diversity: str) -> _Partition:  # noqa: E741
     """Top-down median cuts, all open partitions of a level at once."""
     n_rows = len(sensitive)
     widest = max(n_ranks)
@@ -192,8 +226,8 @@ def _levels(ranks: Sequence[np.ndarray], n_ranks: Sequence[int], sensitive: np.n
         low = np.minimum.reduceat(current, starts, axis=0)
         high = np.maximum.reduceat(current, starts, axis=0)
         cut_dim, threshold = _choose_cuts(
-            low, high, n_ranks, sizes, k, l,
-            _row_medians(current, part, sizes, values, n_sensitive, widest))
+            low, high, n_ranks, sizes, k, l, diversity,
+            _row_medians(current, part, sizes, values, n_sensitive, widest, diversity))
         final = cut_dim < 0
         if final.any():
             in_final = final[part]
@@ -229,11 +263,12 @@ def _rank_matrix(ranks: Sequence[np.ndarray], widest: int) -> np.ndarray:
 MedianCounts = tuple[np.ndarray, np.ndarray, np.ndarray,
                      tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None]
 """Per tried partition: its median rank on the tried dimension, its rows below and at the
-median, and (for l >= 2) the distinct sensitive values left and right of cuts A and B."""
+median, and (for l >= 2) the diversity of the left and right sides of cuts A and B
+(`_side_diversity`)."""
 
 
 def _choose_cuts(low: np.ndarray, high: np.ndarray, n_ranks: Sequence[int], sizes: np.ndarray,
-                 k: int, l: int,  # noqa: E741
+                 k: int, l: int, diversity: str,  # noqa: E741
                  at_median: Callable[[np.ndarray, np.ndarray], MedianCounts]
                  ) -> tuple[np.ndarray, np.ndarray]:
     """For each open partition the dimension it is cut on (-1: none) and the rank threshold
@@ -242,8 +277,10 @@ def _choose_cuts(low: np.ndarray, high: np.ndarray, n_ranks: Sequence[int], size
     ``low`` and ``high`` (partitions x attributes) are each partition's rank range;
     dimensions are tried in decreasing span normalised by the domain, each at its median
     (``at_median(tried partitions, their dimensions)``); a cut "<= m | > m" or "< m | >= m" is
-    allowable when both sides hold at least k rows and, for l >= 2, l distinct sensitive
-    values. The in-memory recursion and the aggregated top levels both decide here.
+    allowable when both sides hold at least k rows and, for l >= 2, are l-diverse: l distinct
+    sensitive values (``diversity="distinct"``) or no sensitive value in more than 1/l of the
+    side's rows (``"frequency"``). The in-memory recursion and the aggregated top levels both
+    decide here.
     """
     scale = np.maximum(np.asarray(n_ranks, dtype=np.float64) - 1, 1)
     span = (high - low) / scale
@@ -267,8 +304,14 @@ def _choose_cuts(low: np.ndarray, high: np.ndarray, n_ranks: Sequence[int], size
         if l >= 2:
             assert sides is not None
             a_left, a_right, b_left, b_right = sides
-            ok_a &= (a_left >= l) & (a_right >= l)
-            ok_b &= (b_left >= l) & (b_right >= l)
+            if diversity == "frequency":
+                # The largest count of a value times l must not pass the side's size (integers:
+                # a share compared with 1/l in floating point could round either way).
+                ok_a &= (a_left * l <= below + at) & (a_right * l <= above)
+                ok_b &= (b_left * l <= below) & (b_right * l <= at + above)
+            else:
+                ok_a &= (a_left >= l) & (a_right >= l)
+                ok_b &= (b_left >= l) & (b_right >= l)
         cut = ok_a | ok_b
         chosen = tried[cut]
         cut_dim[chosen] = dim[chosen]
@@ -289,7 +332,7 @@ def _histogram_median(histogram: np.ndarray, sizes: np.ndarray
 
 
 def _row_medians(current: np.ndarray, part: np.ndarray, sizes: np.ndarray,
-                 values: np.ndarray | None, n_values: int, widest: int
+                 values: np.ndarray | None, n_values: int, widest: int, diversity: str
                  ) -> Callable[[np.ndarray, np.ndarray], MedianCounts]:
     """``at_median`` of `_choose_cuts` over the rows of a level (grouped by partition)."""
     count = len(sizes)
@@ -332,8 +375,8 @@ def _row_medians(current: np.ndarray, part: np.ndarray, sizes: np.ndarray,
         # 0: below the median, 1: at it, 2: above.
         category = (rank >= row_median).astype(np.int8) + (rank > row_median)
         cell = local.astype(np.int64) * 3 + category
-        return median, below, at, _distinct_sides(
-            cell, values if rows is None else values[rows], len(tried), n_values)
+        return median, below, at, _side_diversity(
+            cell, values if rows is None else values[rows], len(tried), n_values, diversity)
 
     return at_median
 
@@ -358,33 +401,47 @@ def _take(array: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return array[rows]
 
 
-def _distinct_sides(cell: np.ndarray, values: np.ndarray, count: int, n_values: int
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct sensitive values on the left and right of cuts A (<= m | > m) and
-    B (< m | >= m), per partition, from each row's cell ``partition * 3 + category``."""
+def _side_diversity(cell: np.ndarray, values: np.ndarray, count: int, n_values: int,
+                    diversity: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The diversity of the left and right sides of cuts A (<= m | > m) and B (< m | >= m),
+    per partition, from each row's cell ``partition * 3 + category``: the number of distinct
+    sensitive values (``diversity="distinct"``) or the count of the most frequent one
+    (``"frequency"``)."""
     if count * 3 * n_values <= max(4 * len(cell), 1 << 20):
-        present = np.bincount(cell * n_values + values,
-                              minlength=count * 3 * n_values).reshape(count, 3, n_values) > 0
-        return _side_counts(present[:, 0], present[:, 1], present[:, 2])
-    # Many partitions times many values: count the distinct triples instead.
-    triples = np.unique(cell * n_values + values)
+        counts = np.bincount(cell * n_values + values,
+                             minlength=count * 3 * n_values).reshape(count, 3, n_values)
+        return _side_statistics(counts[:, 0], counts[:, 1], counts[:, 2], diversity)
+    # Many partitions times many values: sort the (partition, category, value) triples
+    # instead, counting their repeats.
+    triples, repeats = np.unique(cell * n_values + values, return_counts=True)
     local, category = triples // (3 * n_values), (triples // n_values) % 3
     value = triples % n_values
 
-    def distinct(right: np.ndarray) -> np.ndarray:
-        keys = np.unique((local * 2 + right) * n_values + value)
-        return np.bincount(keys // n_values, minlength=2 * count).reshape(count, 2)
+    def by_side(right: np.ndarray) -> np.ndarray:
+        keys, inverse = np.unique((local * 2 + right) * n_values + value, return_inverse=True)
+        side = keys // n_values
+        if diversity == "distinct":
+            return np.bincount(side, minlength=2 * count).reshape(count, 2)
+        # Each value's count on a side; keys are sorted, so a side's values are consecutive.
+        totals = np.bincount(inverse.reshape(-1), weights=repeats).astype(np.int64)
+        first = np.flatnonzero(np.diff(side, prepend=-1))
+        largest = np.zeros(2 * count, dtype=np.int64)
+        largest[side[first]] = np.maximum.reduceat(totals, first)
+        return largest.reshape(count, 2)
 
-    a, b = distinct(category == 2), distinct(category >= 1)
+    a, b = by_side(category == 2), by_side(category >= 1)
     return a[:, 0], a[:, 1], b[:, 0], b[:, 1]
 
 
-def _side_counts(below: np.ndarray, at: np.ndarray, above: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct values on each side of cuts A and B, from which values occur below, at and
-    above the median (partitions x values, booleans)."""
-    return ((below | at).sum(axis=1), above.sum(axis=1), below.sum(axis=1),
-            (at | above).sum(axis=1))
+def _side_statistics(below: np.ndarray, at: np.ndarray, above: np.ndarray, diversity: str
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The diversity of each side of cuts A and B (see `_side_diversity`), from the counts of
+    each sensitive value below, at and above the median (partitions x values; for distinct
+    l-diversity, booleans of which values occur do as well)."""
+    def measure(side: np.ndarray) -> np.ndarray:
+        return side.max(axis=1) if diversity == "frequency" else np.count_nonzero(side, axis=1)
+
+    return measure(below + at), measure(above), measure(below), measure(at + above)
 
 
 def _split(side: np.ndarray, totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -660,8 +717,9 @@ class _Setup:
     def published(self) -> Schema:
         return self.schema.select([*self.quasi, self.sensitive])
 
-    def parameters(self, k: int, l: int) -> dict[str, Any]:  # noqa: E741
-        return {"k": k, "l": l, "hierarchies": [n for n in self.quasi if n in self.bound]}
+    def parameters(self, k: int, l: int, diversity: str) -> dict[str, Any]:  # noqa: E741
+        return {"k": k, "l": l, "diversity": diversity,
+                "hierarchies": [n for n in self.quasi if n in self.bound]}
 
     def ranks(self, codes: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         return _ranks(self.quasi, self.bound, codes)
@@ -694,21 +752,27 @@ class _Anonymized:
 
 class Mondrian(Mechanism):
     """Mondrian: strict multidimensional median partitioning into k-anonymous (and
-    distinct l-diverse) classes, published as generalized rows."""
+    l-diverse, distinct or frequency) classes, published as generalized rows."""
 
     name = "mondrian"
     summary = ("Mondrian: k-anonymous (optionally l-diverse) multidimensional generalization "
                "of the quasi-identifiers")
     parameters = (
         Parameter("k", int, "anonymity k (>= 1): rows sharing each generalized combination"),
-        Parameter("l", int, "distinct l-diversity (>= 1; 1 = none): distinct sensitive values "
-                            "per class", default=1),
+        Parameter("l", int, "l-diversity (>= 1; 1 = none) of the kind 'diversity' names",
+                  default=1),
+        Parameter("diversity", str, "'distinct' (at least l distinct sensitive values per "
+                                    "class) or 'frequency' (no sensitive value in more than "
+                                    "1/l of a class's rows: association at most 1/l)",
+                  default="distinct"),
     )
 
     def __init__(self, *, k: int, l: int = 1,  # noqa: E741 - the usual symbol
+                 diversity: str = "distinct",
                  hierarchies: Mapping[str, Hierarchy] | None = None) -> None:
         self.k = require_integer("k", k, 1)
         self.l = require_integer("l", l, 1)
+        self.diversity = require_diversity(diversity)
         hierarchies = dict(hierarchies or {})
         for column, hierarchy in hierarchies.items():
             if not isinstance(hierarchy, Hierarchy):
@@ -718,7 +782,7 @@ class Mondrian(Mechanism):
         self.hierarchies = hierarchies
 
     def guarantee(self) -> GeneralizationGuarantee:
-        return mondrian_guarantee(k=self.k, l=self.l)
+        return mondrian_guarantee(k=self.k, l=self.l, diversity=self.diversity)
 
     def ranks(self, table: Table) -> list[np.ndarray]:
         """Each quasi-identifier's rank per row: hierarchy depth-first order when one is
@@ -751,7 +815,8 @@ class Mondrian(Mechanism):
         classes = result.partition.classes[order]
         rows = {name: result.node_of_class[name][classes] for name in setup.quasi}
         del classes
-        release = MondrianRelease(setup.published, setup.parameters(self.k, self.l),
+        release = MondrianRelease(setup.published,
+                                  setup.parameters(self.k, self.l, self.diversity),
                                   table.n_rows, result.generalized, rows,
                                   table.codes[setup.sensitive][order])
         parts = part_count(table.n_rows)
@@ -766,14 +831,15 @@ class Mondrian(Mechanism):
         files as ``publish(table).save(directory)`` with the same ``random_state``.
 
         Partitions of more than `LOCAL_ROWS` rows are cut from histograms, one pass over the
-        source per level (two for l >= 2); then one pass spills the rows of each smaller
-        partition to a file of its own, and each is partitioned in memory (`_publish_hybrid`).
+        source per level (two for l >= 2 when the counts by sensitive value are too many, see
+        `JOINT_CELLS`); then one pass spills the rows of each smaller partition to a file of
+        its own, and each is partitioned in memory (`_publish_hybrid`).
         ``progress(stage, done, total)`` is told how far each pass has got.
         """
         target = Path(directory)
         check_target(target, overwrite)
-        return _publish_hybrid(self._setup(source), self.k, self.l, source, target,
-                               key=make_key(random_state),
+        return _publish_hybrid(self._setup(source), self.k, self.l, self.diversity, source,
+                               target, key=make_key(random_state),
                                batch_rows=batch_rows or DEFAULT_BATCH_ROWS, overwrite=overwrite,
                                report=progress or _no_progress)
 
@@ -796,17 +862,30 @@ class Mondrian(Mechanism):
             raise InfeasibleError(f"k = {self.k} exceeds the number of rows "
                                   f"({data.n_rows}); k must be at most {data.n_rows}")
         source = TableSource(data) if isinstance(data, Table) else data
-        present = int(np.count_nonzero(source.histogram([sensitive])))
-        if self.l > present:
-            raise InfeasibleError(f"l = {self.l} needs {self.l} distinct values of "
-                                  f"{sensitive!r} in every class, but the table holds "
-                                  f"{present}; l must be at most {present}")
+        counts = source.histogram([sensitive])
+        if self.diversity == "frequency":
+            # Every class meeting the bound means the whole table meets it (it is their union).
+            code = int(np.argmax(counts))
+            largest = int(counts[code])
+            if largest * self.l > data.n_rows:
+                value = data.schema[sensitive].domain[code]
+                raise InfeasibleError(
+                    f"l = {self.l} (frequency) allows each value of {sensitive!r} in at most "
+                    f"1/{self.l} = {1 / self.l:.4g} of a class, but {value!r} makes up "
+                    f"{largest / data.n_rows:.4g} of the table ({largest} of {data.n_rows} "
+                    f"rows); l must be at most {data.n_rows // largest}")
+        else:
+            present = int(np.count_nonzero(counts))
+            if self.l > present:
+                raise InfeasibleError(f"l = {self.l} needs {self.l} distinct values of "
+                                      f"{sensitive!r} in every class, but the table holds "
+                                      f"{present}; l must be at most {present}")
         return _Setup(data.schema, sensitive, bound)
 
     def _anonymize(self, table: Table) -> _Anonymized:
         setup = self._setup(table)
         partition = _partition(setup.ranks(table.codes), table.codes[setup.sensitive], k=self.k,
-                               l=self.l, n_ranks=setup.n_ranks)
+                               l=self.l, n_ranks=setup.n_ranks, diversity=self.diversity)
         generalized, node_of_class = {}, {}
         for position, (name, covers) in enumerate(setup.covers().items()):
             keys = covers.of_partition(partition, position, table.codes[name])
@@ -829,7 +908,8 @@ working memory per 10^7 rows); larger ones are cut from histograms gathered over
 JOINT_CELLS = 1 << 24
 """For l >= 2, the histogram pass of a level also counts ranks by sensitive value while that
 takes at most this many cells (partitions x ranks of every attribute x values), so one pass
-decides the level; beyond, a second pass finds the values around the medians (`_presence`)."""
+decides the level; beyond, a second pass counts the values around the medians
+(`_values_around`)."""
 
 _DRAW, _ROW, _SENSITIVE = "draw", "row", "s"
 
@@ -881,9 +961,9 @@ class _Top:
         return node
 
 
-def _publish_hybrid(setup: _Setup, k: int, l: int, source: Source,  # noqa: E741
-                    target: Path, *, key: int, batch_rows: int, overwrite: bool,
-                    report: Progress) -> Path:
+def _publish_hybrid(setup: _Setup, k: int, l: int, diversity: str,  # noqa: E741
+                    source: Source, target: Path, *, key: int, batch_rows: int,
+                    overwrite: bool, report: Progress) -> Path:
     """Mondrian over a source, written as a release: the partitions of more than `LOCAL_ROWS`
     rows cut from histograms (`_cut_top`), the rows of each smaller one spilled (Arrow IPC) and
     partitioned in memory, the rows spilled again by part of the release order, and each part
@@ -892,7 +972,7 @@ def _publish_hybrid(setup: _Setup, k: int, l: int, source: Source,  # noqa: E741
     Memory holds a batch, the histograms of one level, one leaf partition and one part.
     """
     covers = setup.covers()
-    top = _cut_top(setup, k, l, source, batch_rows, covers, report)
+    top = _cut_top(setup, k, l, diversity, source, batch_rows, covers, report)
     quasi = setup.quasi
     n_rows = source.n_rows
     parts = part_count(n_rows)
@@ -910,8 +990,8 @@ def _publish_hybrid(setup: _Setup, k: int, l: int, source: Source,  # noqa: E741
                 _spill(setup, source, batch_rows, top, key, by_leaf, by_part, parts, report)
             done, total = 0, sum(top.leaf_rows)
             for position in range(len(top.leaves)):
-                done += _finish_leaf(setup, k, l, covers, by_leaf.take(position), by_part,
-                                     parts)
+                done += _finish_leaf(setup, k, l, diversity, covers, by_leaf.take(position),
+                                     by_part, parts)
                 report("partitioning", done, total)
         generalized = {name: c.finish() for name, c in covers.items()}
         names = part_names(ROWS, parts)
@@ -924,22 +1004,24 @@ def _publish_hybrid(setup: _Setup, k: int, l: int, source: Source,  # noqa: E741
         for stem, table in _cover_tables(setup.published, generalized).items():
             files[stem] = f"{stem}.parquet"
             digests[files[stem]] = write_parquet(staging / files[stem], table)
-        write_metadata(staging, MondrianRelease.mechanism, setup.parameters(k, l), n_rows,
-                       setup.published, files, digests)
+        write_metadata(staging, MondrianRelease.mechanism, setup.parameters(k, l, diversity),
+                       n_rows, setup.published, files, digests)
         commit_directory(staging, target, overwrite=overwrite,
                          replaceable=require_replaceable_release)
     return target
 
 
-def _finish_leaf(setup: _Setup, k: int, l: int, covers: Mapping[str, _Covers],  # noqa: E741
-                 leaf: pa.Table | None, by_part: _SpillFiles, parts: int) -> int:
+def _finish_leaf(setup: _Setup, k: int, l: int, diversity: str,  # noqa: E741
+                 covers: Mapping[str, _Covers], leaf: pa.Table | None, by_part: _SpillFiles,
+                 parts: int) -> int:
     """Partition a spilled leaf in memory and spill its rows, with their classes' keys, by
     part of the release order; the number of its rows."""
     assert leaf is not None
     quasi = setup.quasi
     codes = {name: leaf.column(_column(d)).to_numpy() for d, name in enumerate(quasi)}
     values = leaf.column(_SENSITIVE).to_numpy()
-    partition = _partition(setup.ranks(codes), values, k=k, l=l, n_ranks=setup.n_ranks)
+    partition = _partition(setup.ranks(codes), values, k=k, l=l, n_ranks=setup.n_ranks,
+                           diversity=diversity)
     columns = {_column(d): covers[name].of_partition(partition, d, codes[name])[
         partition.classes] for d, name in enumerate(quasi)}
     draws = leaf.column(_DRAW).to_numpy()
@@ -948,8 +1030,9 @@ def _finish_leaf(setup: _Setup, k: int, l: int, covers: Mapping[str, _Covers],  
     return len(values)
 
 
-def _cut_top(setup: _Setup, k: int, l: int, source: Source, batch_rows: int,  # noqa: E741
-             covers: Mapping[str, _Covers], report: Progress) -> _Top:
+def _cut_top(setup: _Setup, k: int, l: int, diversity: str,  # noqa: E741
+             source: Source, batch_rows: int, covers: Mapping[str, _Covers],
+             report: Progress) -> _Top:
     """Cut every partition of more than `LOCAL_ROWS` rows as `_levels` would, deciding each
     level's cuts (`_choose_cuts`) from histograms of its open partitions gathered in one pass
     over the source (for l >= 2, two when the counts by sensitive value would not fit in
@@ -976,15 +1059,15 @@ def _cut_top(setup: _Setup, k: int, l: int, source: Source, batch_rows: int,  # 
                          for h in histograms], axis=1)
         median, below, at = (np.stack(counts, axis=1) for counts in zip(
             *(_histogram_median(h, sizes) for h in histograms), strict=True))
-        present = None
+        around = None
         if joint:
-            present = _presence_in(counts, median)
+            around = _values_around_in(counts, median)
         elif l >= 2:
-            present = _presence(setup, source, batch_rows, top, lookup, median, report,
-                                f"l-diversity at level {level}")
+            around = _values_around(setup, source, batch_rows, top, lookup, median, diversity,
+                                    report, f"l-diversity at level {level}")
         del counts
-        cut_dim, threshold = _choose_cuts(low, high, setup.n_ranks, sizes, k, l,
-                                          _counted_medians(median, below, at, present))
+        cut_dim, threshold = _choose_cuts(low, high, setup.n_ranks, sizes, k, l, diversity,
+                                          _counted_medians(median, below, at, around, diversity))
         final = np.flatnonzero(cut_dim < 0)
         if len(final):
             # For a set, the values a class holds are those its histogram counts (ranks are
@@ -1012,15 +1095,15 @@ def _cut_top(setup: _Setup, k: int, l: int, source: Source, batch_rows: int,  # 
 
 
 def _counted_medians(median: np.ndarray, below: np.ndarray, at: np.ndarray,
-                     present: np.ndarray | None
+                     around: np.ndarray | None, diversity: str
                      ) -> Callable[[np.ndarray, np.ndarray], MedianCounts]:
     """``at_median`` of `_choose_cuts` from every open partition's median and counts below and
-    at it on every attribute (partitions x attributes) and, for l >= 2, the sensitive values
-    present around each median (`_presence`)."""
+    at it on every attribute (partitions x attributes) and, for l >= 2, the counts of the
+    sensitive values around each median (`_values_around`)."""
 
     def at_median(tried: np.ndarray, dim: np.ndarray) -> MedianCounts:
-        sides = None if present is None else _side_counts(
-            *(present[tried, dim, category] for category in range(3)))
+        sides = None if around is None else _side_statistics(
+            *(around[tried, dim, category] for category in range(3)), diversity)
         return median[tried, dim], below[tried, dim], at[tried, dim], sides
 
     return at_median
@@ -1065,28 +1148,32 @@ def _rank_histograms(setup: _Setup, source: Source, batch_rows: int, top: _Top,
     return [h.reshape(count, n, n_values) for h, n in zip(flat, n_ranks, strict=True)]
 
 
-def _presence_in(counts: Sequence[np.ndarray], median: np.ndarray) -> np.ndarray:
-    """`_presence` from counts by rank and sensitive value (`_rank_histograms`)."""
+def _values_around_in(counts: Sequence[np.ndarray], median: np.ndarray) -> np.ndarray:
+    """`_values_around` from counts by rank and sensitive value (`_rank_histograms`)."""
     count, dims = median.shape
     positions = np.arange(count)
-    present = np.empty((count, dims, 3, counts[0].shape[2]), dtype=bool)
+    around = np.empty((count, dims, 3, counts[0].shape[2]), dtype=np.int64)
     for d, joint in enumerate(counts):
         at = joint[positions, median[:, d]]
         through = np.cumsum(joint, axis=1)[positions, median[:, d]]
-        present[:, d, 0] = through > at
-        present[:, d, 1] = at > 0
-        present[:, d, 2] = joint.sum(axis=1) > through
-    return present
+        around[:, d, 0] = through - at
+        around[:, d, 1] = at
+        around[:, d, 2] = joint.sum(axis=1) - through
+    return around
 
 
-def _presence(setup: _Setup, source: Source, batch_rows: int, top: _Top, lookup: np.ndarray,
-              median: np.ndarray, report: Progress, stage: str) -> np.ndarray:
-    """Which sensitive values occur below, at and above each open partition's median on each
-    attribute (partitions x attributes x 3 x values, booleans)."""
+def _values_around(setup: _Setup, source: Source, batch_rows: int, top: _Top,
+                   lookup: np.ndarray, median: np.ndarray, diversity: str, report: Progress,
+                   stage: str) -> np.ndarray:
+    """How many rows of each sensitive value lie below, at and above each open partition's
+    median on each attribute (partitions x attributes x 3 x values); for distinct
+    l-diversity, only whether any do (booleans)."""
     count, dims = median.shape
     n_values = setup.schema[setup.sensitive].size
     cells = count * 3 * n_values
-    present = np.zeros((dims, cells), dtype=bool)
+    # Distinct values need only which values occur: booleans take an eighth of the memory.
+    frequency = diversity == "frequency"
+    around = np.zeros((dims, cells), dtype=np.int64 if frequency else bool)
     for local, ranks, values in _open_rows(setup, source, batch_rows, top, lookup, report,
                                            stage, sensitive=True):
         assert values is not None
@@ -1095,8 +1182,12 @@ def _presence(setup: _Setup, source: Source, batch_rows: int, top: _Top, lookup:
             # 0: below the median, 1: at it, 2: above (as `_row_medians` counts them).
             category = (rank >= row_median).astype(np.int64) + (rank > row_median)
             cell = (local * 3 + category) * n_values + values
-            present[d] |= np.bincount(cell, minlength=cells) > 0
-    return present.reshape(dims, count, 3, n_values).transpose(1, 0, 2, 3)
+            found = np.bincount(cell, minlength=cells)
+            if frequency:
+                around[d] += found
+            else:
+                around[d] |= found > 0
+    return around.reshape(dims, count, 3, n_values).transpose(1, 0, 2, 3)
 
 
 def _spill(setup: _Setup, source: Source, batch_rows: int, top: _Top, key: int,
@@ -1204,6 +1295,9 @@ class MondrianRelease(Release):
     def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
                  generalized: Mapping[str, Generalized], rows: Mapping[str, np.ndarray],
                  sensitive: np.ndarray) -> None:
+        # Releases written before the frequency kind existed were distinct l-diverse.
+        parameters = {**parameters,
+                      "diversity": require_diversity(parameters.get("diversity", "distinct"))}
         super().__init__(schema, parameters, n_rows)
         (self.sensitive,) = schema.sensitive
         self.quasi = schema.quasi_identifiers
@@ -1277,10 +1371,66 @@ class MondrianRelease(Release):
             total += float(penalty[self.rows[name]].mean())
         return total / len(self.quasi)
 
-    def risk(self) -> dict[str, Any]:
-        """k, l, NCP and the number of equivalence classes of this release."""
-        return {"k": self.k_anonymity(), "l": self.l_diversity(), "ncp": self.ncp(),
-                "classes": self._classes[2]}
+    def class_sizes(self) -> np.ndarray:
+        """|G| for every equivalence class."""
+        key, _, n_classes = self._classes
+        return np.bincount(key, minlength=n_classes)
+
+    def association(self) -> np.ndarray:
+        """For every class G, the largest association probability c / |G| of a sensitive
+        value with an individual of G given presence, c the count of G's most frequent
+        sensitive value (ambiguity paper, Definition 4.2 and Theorem 5.2; the sensitive values
+        are published with the generalized rows, so c and |G| are public)."""
+        key, _, n_classes = self._classes
+        if not n_classes:
+            return np.zeros(0)
+        size = self.schema[self.sensitive].size
+        pairs, counts = np.unique(key.astype(np.int64) * size + self.sensitive_codes,
+                                  return_counts=True)
+        # Pairs are sorted by class, and every class holds at least one.
+        first = np.flatnonzero(np.diff(pairs // size, prepend=-1))
+        return np.maximum.reduceat(counts, first) / self.class_sizes()
+
+    def presence(self) -> np.ndarray:
+        """For every class G, the presence probability of an individual whose
+        quasi-identifiers fall in G's generalized values: ``|G| / prod_i |cover_i(G)|``
+        (ambiguity paper, Definition 4.1 and Theorem 5.1), where ``|cover_i(G)|`` is the number
+        of domain values G's generalized value of quasi-identifier i covers (published in the
+        cover files); capped at 1, as for ambiguity's groups."""
+        _, nodes, _ = self._classes
+        covers = np.stack([self.generalized[name].cover_sizes[nodes[name]]
+                           for name in self.quasi], axis=1)
+        return presence_probability(self.class_sizes(), covers)
+
+    def risk(self, *, alpha: float | None = None, beta: float | None = None
+             ) -> dict[str, Any]:
+        """k, distinct l, NCP, the number of classes, and the ambiguity paper's measures
+        (Section 5): the largest presence (`presence`), the share of classes whose presence is
+        1 (``|G| >= prod_i |cover_i(G)|``), the largest association (`association`) and, when
+        ``alpha`` or ``beta`` is given, the share of classes above it."""
+        presence, association = self.presence(), self.association()
+
+        def largest(values: np.ndarray) -> float:
+            return float(values.max()) if len(values) else 0.0
+
+        def share(classes: np.ndarray) -> float:
+            return float(classes.mean()) if len(classes) else 0.0
+
+        measures: dict[str, Any] = {
+            "k": self.k_anonymity(), "l": self.l_diversity(), "ncp": self.ncp(),
+            "classes": self._classes[2], "presence_max": largest(presence),
+            "presence_certain_share": share(presence >= 1.0),
+            "association_max": largest(association)}
+        # As for ambiguity's groups, a class within rounding of a bound counts as within it.
+        if alpha is not None:
+            alpha = require_unit_interval("alpha", alpha)
+            measures.update({"alpha": alpha, "presence_over_alpha_share": share(
+                presence > alpha * (1 + 1e-12))})
+        if beta is not None:
+            beta = require_unit_interval("beta", beta)
+            measures.update({"beta": beta, "association_over_beta_share": share(
+                association > beta * (1 + 1e-12))})
+        return measures
 
     def covers(self, column: str) -> dict[str, tuple[Any, ...]]:
         """The domain values each label of a quasi-identifier covers."""
