@@ -56,19 +56,28 @@ def test_alphabeta_below_frapp(results) -> None:
     assert errors["frapp"] > 1.5 * errors["alphabeta"]
 
 
-def test_theorem_6_1_construction_below_mondrian(results) -> None:
-    """Theorem 6.1: ambiguity's tables on the generalization's groups err less than the
-    generalization, on every pool (the estimates share the groups, so no noise margin is
-    needed: each group's m_ij never exceeds the generalized range's size)."""
+def test_theorem_6_1_construction_is_measured_on_every_cell(results) -> None:
+    """Theorem 6.1's scheme (ambiguity's tables on the matched generalization's groups) is
+    compared with that generalization on every (beta, pool) cell, and the claim reports the
+    count of cells where it errs less. The proof's last step (a larger estimate errs less)
+    fails where estimates exceed the truth, so the claim is measured, not assumed: on the quick
+    run it errs less in 11 of 12 cells."""
     rows = results["ambiguity"].rows
     theorem = {(r["beta"], r["pool"]): r["error_mean"] for r in rows
                if r["mechanism"] == "ambiguity on mondrian groups"}
     mondrian = {(r["beta"], r["pool"]): r["error_mean"] for r in rows
                 if r["mechanism"] == "mondrian"}
-    assert theorem and all(theorem[k] < mondrian[k] for k in theorem)
-    # Algorithm 2's own scheme is measured and compared, whichever way it goes.
-    claim = results["ambiguity"].claims[0]
-    assert "Algorithm 2" in claim.paper and isinstance(claim.holds, bool)
+    assert theorem and theorem.keys() == mondrian.keys()
+    lower = sum(theorem[k] < mondrian[k] for k in theorem)
+    (claim,) = [c for c in results["ambiguity"].claims if "Theorem 6.1" in c.paper]
+    assert claim.measured.startswith(f"lower in {lower} of {len(theorem)} cells")
+    assert claim.holds == (lower == len(theorem))
+    # Algorithm 2's own scheme is measured against the matched Mondrian, whichever way it goes.
+    matched = results["ambiguity"].claims[0]
+    assert "Algorithm 2" in matched.paper and "matched privacy" in matched.paper
+    assert isinstance(matched.holds, bool)
+    assert all(r["association_max"] <= r["beta"] + 1e-12 for r in rows
+               if r["mechanism"] in ("ambiguity", "mondrian"))
 
 
 def test_report_renders(results, tmp_path: Path) -> None:

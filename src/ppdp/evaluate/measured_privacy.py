@@ -11,7 +11,7 @@ mechanism's error, the largest value of the measure its guarantee bounds:
 - *association* (Anatomy, ambiguity, Mondrian): the largest share ``c / |G|`` of one sensitive
   value in a group or class (Anatomy's l-diversity: 1/l; ambiguity Theorem 5.2: beta);
 - *presence* (ambiguity Theorem 5.1, Mondrian): the largest probability that a tuple covered by
-  a group is in the table, held to alpha.
+  a group is in the table, held to alpha by ambiguity (Mondrian holds it to no bound).
 
 The share of groups over the bound says whether a bound is met everywhere or only on average.
 """
@@ -98,6 +98,7 @@ def measured_privacy(mechanism: Any, release: Any, table: Table) -> list[Measure
     DBR, Laplace counts)."""
     from ppdp.mechanisms.ambiguity import AmbiguityRelease
     from ppdp.mechanisms.anatomy import AnatomyRelease
+    from ppdp.mechanisms.mondrian import MondrianRelease
     from ppdp.mechanisms.perturbation import UniformPerturbation
     from ppdp.mechanisms.sdr import PerturbationPartitioning
 
@@ -110,4 +111,12 @@ def measured_privacy(mechanism: Any, release: Any, table: Table) -> list[Measure
         return [group_association(release.st[0], release.st[2], mechanism.beta),
                 Measured("presence", float(presence.max()), float(mechanism.alpha),
                          float(np.mean(presence > mechanism.alpha + 1e-12)))]
+    if isinstance(release, MondrianRelease):
+        # Held to c/|G| <= 1/l with frequency l-diversity; distinct l bounds no share, and no
+        # Mondrian bounds presence (nan bounds: measured, not held).
+        association, presence = release.association(), release.presence()
+        bound = 1 / mechanism.l if mechanism.diversity == "frequency" else float("nan")
+        return [Measured("association", float(association.max()), bound,
+                         float(np.mean(association > bound + 1e-12))),
+                Measured("presence", float(presence.max()), float("nan"), float("nan"))]
     return []
