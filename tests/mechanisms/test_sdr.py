@@ -28,6 +28,7 @@ from ppdp.mechanisms.sdr import (
     merge,
     perturbation_partition,
     rearrange,
+    run_costs,
     subtable_statistics,
 )
 from ppdp.table import Role, table_from_arrow
@@ -311,6 +312,26 @@ def test_merge_is_optimal_for_the_order(frequencies, u, v):
     assume(len(ordered) <= 10)
     best = brute_force_best(ordered, partition.protected, rho2, 0.05)
     assert partition.epsilon == pytest.approx(best, rel=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), rho2=st.floats(0.05, 0.95))
+def test_run_costs_are_those_of_the_merged_counts(data, rho2):
+    """Every run's cost, found from where the values occur, is that of the run's summed
+    counts (Eq. 12), exactly; empty and reversed runs cost infinity."""
+    t = data.draw(st.integers(1, 12), label="t")
+    m = data.draw(st.integers(1, 10), label="m")
+    groups = np.array(data.draw(st.lists(st.lists(st.integers(0, 9), min_size=m, max_size=m),
+                                         min_size=t, max_size=t), label="groups"))
+    assume(np.all(groups.sum(axis=1) > 0))
+    protected = np.array(data.draw(st.lists(st.booleans(), min_size=m, max_size=m)))
+    costs = run_costs(groups, protected, rho2, 0.05)
+    assert np.all(np.isinf(costs[np.tril_indices(t + 1)]))
+    for r in range(t):
+        for e in range(r + 1, t + 1):
+            stats = subtable_statistics(groups[r:e].sum(axis=0), protected, rho2, 0.05)
+            expected = stats["rows"][0] / groups.sum() * stats["epsilon"][0]
+            assert costs[r, e] == expected
 
 
 def test_value_at_exactly_rho1_is_protected():

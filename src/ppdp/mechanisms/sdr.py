@@ -145,6 +145,17 @@ def rearrange(groups: np.ndarray) -> np.ndarray:
 # -- Phase 3: merging ------------------------------------------------------------------------
 
 
+def _statistics(rows: np.ndarray, m: np.ndarray, top: np.ndarray, rho2: float,
+                delta: float) -> dict[str, np.ndarray]:
+    """rho1_i, gamma_i and eps_i from the size, m_i and largest protected count (Eq. 9-12)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho1 = top / rows
+        gamma = amplification_gamma(rho1, rho2)
+        feasible = (rows > 0) & (rho1 > 0) & (rho1 < rho2)
+        epsilon = np.where(feasible, error_bound(rows, m, gamma, delta), np.inf)
+    return {"rows": rows, "m": m, "rho1": rho1, "gamma": gamma, "epsilon": epsilon}
+
+
 def subtable_statistics(counts: np.ndarray, protected: np.ndarray, rho2: float,
                         delta: float) -> dict[str, np.ndarray]:
     """Size, m_i, rho1_i, gamma_i and eps_i of sub-tables given as counts (rows x values).
@@ -153,14 +164,47 @@ def subtable_statistics(counts: np.ndarray, protected: np.ndarray, rho2: float,
     from Eq. 10 and eps_i from Eq. 12; eps_i is infinite where rho1_i >= rho2 (no gamma_i > 1).
     """
     counts = np.atleast_2d(counts)
-    rows = counts.sum(axis=1)
-    m = (counts > 0).sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rho1 = np.where(protected, counts, 0).max(axis=1) / rows
-        gamma = amplification_gamma(rho1, rho2)
-        feasible = (rows > 0) & (rho1 > 0) & (rho1 < rho2)
-        epsilon = np.where(feasible, error_bound(rows, m, gamma, delta), np.inf)
-    return {"rows": rows, "m": m, "rho1": rho1, "gamma": gamma, "epsilon": epsilon}
+    return _statistics(counts.sum(axis=1), (counts > 0).sum(axis=1),
+                       np.where(protected, counts, 0).max(axis=1), rho2, delta)
+
+
+def run_costs(groups: np.ndarray, protected: np.ndarray, rho2: float,
+              delta: float) -> np.ndarray:
+    """|g[r+1..e]|/|T| eps(g[r+1..e]) of every run of consecutive groups (Eq. 12, Eq. 14).
+
+    A (t+1) x (t+1) array, row r and column e; infinite where e <= r or rho1_i >= rho2.
+    Work O(t m + t nnz), nnz the non-zero counts of the groups: a run's values and largest
+    protected count come from where each value occurs, not from a t x t x m table of run
+    counts.
+    """
+    t, m = groups.shape
+    sizes = np.r_[0, np.cumsum(groups.sum(axis=1))]  # rows in the first e groups
+    rows = sizes[None, :] - sizes[:, None]
+    # m_i: value v in group i, after its previous occurrence in group p (or none, p = -1), is
+    # one more value of each run g[r+1..e] with p < r <= i < e. These rectangles of (r, e)
+    # are added as corner differences and summed up both axes.
+    present = groups > 0
+    value, holder = np.nonzero(present.T)  # by value, then group
+    repeated = np.diff(value, prepend=-1) == 0
+    previous = np.where(repeated, np.r_[-1, holder[:-1]], -1)
+    corners = np.r_[(previous + 1) * (t + 1), (holder + 1) * (t + 1)] + np.r_[holder, holder] + 1
+    signs = np.repeat([1.0, -1.0], len(holder))
+    distinct = np.bincount(corners, signs, minlength=(t + 1) ** 2).reshape(t + 1, t + 1)
+    distinct = distinct.cumsum(axis=0).cumsum(axis=1)
+    # The largest protected count: a value's count in g[r+1..e] changes only at the groups
+    # holding it, so it is the running maximum over e of each holder's counts for every r.
+    holder, column = np.nonzero(present & protected)  # by group, then value
+    # Value by value (rows contiguous for the gathers): its count in the first e groups.
+    cumulative = np.zeros((m, t + 1), dtype=np.int64)
+    np.cumsum(groups.T, axis=1, out=cumulative[:, 1:])
+    count = cumulative[column, holder + 1][:, None] - cumulative[column, :t]
+    segments = np.flatnonzero(np.diff(holder, prepend=-1))
+    top = np.zeros((t + 1, t + 1), dtype=np.int64)
+    top[holder[segments] + 1, :t] = np.maximum.reduceat(count, segments, axis=0)
+    top = np.maximum.accumulate(top, axis=0).T
+    epsilon = _statistics(rows, distinct, top, rho2, delta)["epsilon"]
+    with np.errstate(invalid="ignore"):  # 0 x inf on the empty runs, e = r
+        return np.where(np.isfinite(epsilon), rows / float(sizes[-1]) * epsilon, np.inf)
 
 
 def merge(groups: np.ndarray, protected: np.ndarray, rho2: float, delta: float) -> list[int]:
@@ -171,21 +215,17 @@ def merge(groups: np.ndarray, protected: np.ndarray, rho2: float, delta: float) 
     of each merged run; ties keep the fewest boundaries.
     """
     t = len(groups)
-    prefix = np.vstack([np.zeros((1, groups.shape[1]), dtype=np.int64),
-                        np.cumsum(groups, axis=0)])
-    total = float(prefix[-1].sum())
+    costs = run_costs(groups, protected, rho2, delta)
     best = np.zeros(t + 1)
     start = np.zeros(t + 1, dtype=np.int64)
     for end in range(1, t + 1):
-        runs = prefix[end] - prefix[:end]  # g[r+1..end] for r = 0..end-1
-        stats = subtable_statistics(runs, protected, rho2, delta)
-        cost = best[:end] + stats["rows"] / total * stats["epsilon"]
+        cost = best[:end] + costs[:end, end]
         start[end] = int(np.argmin(cost))
         best[end] = cost[start[end]]
     if not np.isfinite(best[t]):
         # Unreachable from perturbation_partition (the whole table has rho1_T <= rho1 <
         # rho2), but merge() also takes groups from elsewhere.
-        whole = subtable_statistics(prefix[-1], protected, rho2, delta)["rho1"][0]
+        whole = subtable_statistics(groups.sum(axis=0), protected, rho2, delta)["rho1"][0]
         raise InfeasibleError(f"no merging of the groups gives every sub-table rho1_i < rho2 = "
                               f"{rho2:g}; raise rho2 above {whole:.4g}, the largest relative "
                               f"frequency of a protected value in the whole table")
