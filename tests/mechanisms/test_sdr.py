@@ -20,14 +20,20 @@ import ppdp
 import ppdp.row_counts
 from ppdp import PerturbationPartitioning, UniformPerturbation
 from ppdp.errors import InfeasibleError, ReleaseError
+from ppdp.mechanisms import sdr
 from ppdp.mechanisms.perturbation import amplification_gamma, error_bound, uniform_probabilities
 from ppdp.mechanisms.sdr import (
     balance,
     balance_with_unprotected,
     balancing_level,
+    best_grouping,
+    candidate_orders,
+    cuthill_mckee,
     merge,
     perturbation_partition,
     rearrange,
+    run_costs,
+    sharing_graph,
     subtable_statistics,
 )
 from ppdp.table import Role, table_from_arrow
@@ -157,21 +163,60 @@ def test_example4_merging_is_optimal_over_all_mergings():
     assert merged_cost(ordered, [3, 5], ALL_PROTECTED, 2 / 3, 0.05) == pytest.approx(best)
 
 
+# eps(Part) of Eq. 12 for Example 1's partition: (36/42) eps_1 + (6/42) eps_2, with
+# eps_i = a/sqrt(|T_i|) (m_i/(gamma_i - 1) + 1) and a = 2 sqrt(ln(2/0.05)); about 2.0196.
+EXAMPLE1_EPSILON = 2 * math.sqrt(math.log(40)) * (36 / 42 / 6 * (6 / 3 + 1)
+                                                  + 6 / 42 / math.sqrt(6) * (6 / 9 + 1))
+
+
+def subtables(partition):
+    """The partition as a mapping from each sub-table's counts to its gamma_i."""
+    return {tuple(c): float(g) for c, g in zip(partition.counts.tolist(), partition.gammas,
+                                               strict=True)}
+
+
 def test_whole_algorithm_on_the_running_example():
-    """RCM's tie-breaking is implementation-defined (Example 3 allows it), so the whole
-    algorithm need not reproduce Example 1 exactly; it must give a valid partition no worse
-    than not partitioning."""
+    """Without forcing an order, PP gives Example 1's partition: T1 = g1 g2 g3 with gamma 4 and
+    T2 = g4 g5 with gamma 10 (Examples 2-4), whose eps(Part) by Eq. 12 (the paper prints none)
+    is 2.0196, the best of all 120 orders; scipy's RCM order alone merges to {g1..g4}, {g5}
+    with 2.0303."""
     partition = perturbation_partition(EXAMPLE_T, rho1=1 / 3, rho2=2 / 3)
     assert partition.groups.tolist() == EXAMPLE2_GROUPS
-    assert sorted(partition.order.tolist()) == [0, 1, 2, 3, 4]
-    assert partition.counts.sum(axis=0).tolist() == EXAMPLE_T.tolist()
-    assert np.all(partition.rho1s < 2 / 3) and np.all(partition.gammas > 1)
-    unpartitioned = float(error_bound(42, 10, amplification_gamma(1 / 3, 2 / 3), 0.05))
-    assert partition.epsilon <= unpartitioned
-    # The merging is optimal for the order RCM produced.
+    assert subtables(partition) == pytest.approx({tuple(EXAMPLE1_T1): 4.0,
+                                                  tuple(EXAMPLE1_T2): 10.0})
+    assert round(partition.epsilon, 4) == 2.0196
+    assert partition.epsilon == pytest.approx(EXAMPLE1_EPSILON, rel=1e-12)
+    # The order reported is the one whose merging gave the sub-tables.
     ordered = partition.groups[partition.order]
-    best = brute_force_best(ordered, ALL_PROTECTED, 2 / 3, 0.05)
-    assert partition.epsilon == pytest.approx(best)
+    ends = merge(ordered, ALL_PROTECTED, 2 / 3, 0.05)
+    assert [ordered[s:e].sum(axis=0).tolist() for s, e in zip([0, *ends[:-1]], ends,
+                                                              strict=True)] \
+        == partition.counts.tolist()
+    assert merged_cost(ordered, ends, ALL_PROTECTED, 2 / 3, 0.05) \
+        == pytest.approx(partition.epsilon, rel=1e-12)
+    groups = np.array(EXAMPLE2_GROUPS)
+    best = min(merged_cost(groups[list(p)], merge(groups[list(p)], ALL_PROTECTED, 2 / 3, 0.05),
+                           ALL_PROTECTED, 2 / 3, 0.05)
+               for p in itertools.permutations(range(5)))
+    assert partition.epsilon == pytest.approx(best, rel=1e-12)
+    scipy_order = groups[rearrange(groups)]
+    scipy_ends = merge(scipy_order, ALL_PROTECTED, 2 / 3, 0.05)
+    assert round(merged_cost(scipy_order, scipy_ends, ALL_PROTECTED, 2 / 3, 0.05), 4) == 2.0303
+    unpartitioned = float(error_bound(42, 10, amplification_gamma(1 / 3, 2 / 3), 0.05))
+    assert partition.epsilon < unpartitioned
+
+
+def test_running_example_without_the_search_over_all_orders(monkeypatch):
+    """RCM started from g1 alone finds Example 1's partition: Cuthill-McKee from g1 gives
+    g1 g2 g3 g4 g5 (RCM is its reverse), whose merging is Example 4's."""
+    monkeypatch.setattr(sdr, "EXHAUSTIVE_GROUPS", 0)
+    groups = np.array(EXAMPLE2_GROUPS)
+    assert cuthill_mckee(sharing_graph(groups), 0).tolist() == [0, 1, 2, 3, 4]
+    # scipy's order and one from each of the 5 starts, of which g5's is scipy's again.
+    assert len(candidate_orders(groups, ALL_PROTECTED, 2 / 3, 0.05)) == 5
+    partition = perturbation_partition(EXAMPLE_T, rho1=1 / 3, rho2=2 / 3)
+    assert subtables(partition) == pytest.approx({tuple(EXAMPLE1_T1): 4.0,
+                                                  tuple(EXAMPLE1_T2): 10.0})
 
 
 # -- property tests -----------------------------------------------------------------------------
@@ -313,6 +358,107 @@ def test_merge_is_optimal_for_the_order(frequencies, u, v):
     assert partition.epsilon == pytest.approx(best, rel=1e-9)
 
 
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), rho2=st.floats(0.05, 0.95))
+def test_run_costs_are_those_of_the_merged_counts(data, rho2):
+    """Every run's cost, found from where the values occur, is that of the run's summed
+    counts (Eq. 12), exactly; empty and reversed runs cost infinity."""
+    t = data.draw(st.integers(1, 12), label="t")
+    m = data.draw(st.integers(1, 10), label="m")
+    groups = np.array(data.draw(st.lists(st.lists(st.integers(0, 9), min_size=m, max_size=m),
+                                         min_size=t, max_size=t), label="groups"))
+    assume(np.all(groups.sum(axis=1) > 0))
+    protected = np.array(data.draw(st.lists(st.booleans(), min_size=m, max_size=m)))
+    costs = run_costs(groups, protected, rho2, 0.05)
+    assert np.all(np.isinf(costs[np.tril_indices(t + 1)]))
+    for r in range(t):
+        for e in range(r + 1, t + 1):
+            stats = subtable_statistics(groups[r:e].sum(axis=0), protected, rho2, 0.05)
+            expected = stats["rows"][0] / groups.sum() * stats["epsilon"][0]
+            assert costs[r, e] == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(frequencies=frequency_vectors(max_values=16), u=st.floats(0, 1), v=st.floats(0.01, 0.99))
+def test_partition_is_the_best_of_the_orders(frequencies, u, v):
+    """The partition kept is at least as good as the merging of scipy's RCM order and of every
+    candidate order; with few groups it is the best over all t! orders (enumerated here)."""
+    n = int(frequencies.sum())
+    rel = frequencies[frequencies > 0] / n
+    rho1 = rel.min() + u * (rel.max() - rel.min())
+    rho2 = rho1 + v * (1 - rho1)
+    assume(0 < rho1 < rho2 < 1 and off_the_boundary(frequencies, rho1))
+    partition = perturbation_partition(frequencies, rho1=rho1, rho2=rho2)
+    groups, protected = partition.groups, partition.protected
+    t = len(groups)
+
+    def eps_of(order):
+        ordered = groups[order]
+        return merged_cost(ordered, merge(ordered, protected, rho2, 0.05), protected, rho2, 0.05)
+
+    orders = candidate_orders(groups, protected, rho2, 0.05)
+    assert np.array_equal(orders[0], rearrange(groups))
+    assert any(np.array_equal(order, partition.order) for order in orders)
+    assert partition.epsilon == pytest.approx(eps_of(partition.order), rel=1e-12)
+    for order in orders:
+        assert partition.epsilon <= eps_of(order) * (1 + 1e-12)
+    if t <= 6:
+        best = min(eps_of(list(order)) for order in itertools.permutations(range(t)))
+        assert partition.epsilon == pytest.approx(best, rel=1e-12)
+        assert eps_of(best_grouping(groups, protected, rho2, 0.05)) == pytest.approx(best,
+                                                                                    rel=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), rho2=st.floats(0.05, 0.95))
+def test_merging_an_order_and_its_reverse_is_as_good(data, rho2):
+    """candidate_orders leaves out reversed orders: a merging of consecutive groups is one of
+    the reversed order too, so Eq. 14 finds the same minimum."""
+    t = data.draw(st.integers(1, 10), label="t")
+    groups = np.array(data.draw(st.lists(st.lists(st.integers(0, 9), min_size=6, max_size=6),
+                                         min_size=t, max_size=t), label="groups"))
+    assume(np.all(groups.sum(axis=1) > 0))
+    protected = np.ones(6, dtype=bool)
+    try:
+        ends = merge(groups, protected, rho2, 0.05)
+    except InfeasibleError:
+        with pytest.raises(InfeasibleError):
+            merge(groups[::-1], protected, rho2, 0.05)
+        return
+    reverse_ends = merge(groups[::-1], protected, rho2, 0.05)
+    assert merged_cost(groups[::-1], reverse_ends, protected, rho2, 0.05) \
+        == pytest.approx(merged_cost(groups, ends, protected, rho2, 0.05), rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_cuthill_mckee_is_breadth_first_by_degree(data):
+    """From the start, each node's unvisited neighbours follow it in order of degree (then
+    index); a component once exhausted, the next starts at its node of least degree."""
+    t = data.draw(st.integers(1, 12), label="t")
+    upper = np.triu(np.array(data.draw(st.lists(st.lists(st.booleans(), min_size=t,
+                                                          max_size=t),
+                                                 min_size=t, max_size=t))), 1)
+    adjacency = upper | upper.T
+    start = data.draw(st.integers(0, t - 1), label="start")
+    order = cuthill_mckee(adjacency, start)
+    assert sorted(order.tolist()) == list(range(t)) and order[0] == start
+    degree = adjacency.sum(axis=1)
+    position = np.empty(t, dtype=np.int64)
+    position[order] = np.arange(t)
+    parents = []
+    for k, node in enumerate(order[1:], start=1):
+        earlier = np.flatnonzero(adjacency[node] & (position < k))
+        if earlier.size:
+            parents.append((int(position[earlier].min()), int(degree[node]), int(node)))
+        else:  # a new component: no unplaced node of lower (degree, index)
+            rest = order[k:]
+            assert (degree[node], node) == min(zip(degree[rest].tolist(), rest.tolist(),
+                                                       strict=True))
+            parents.append((k, -1, -1))
+    assert parents == sorted(parents)
+
+
 def test_value_at_exactly_rho1_is_protected():
     """Eq. 9: SA' holds the values with Pr[X = x] <= rho1, equality included. Leaving such a
     value unprotected lets the partition concentrate it in one sub-table, where the posterior
@@ -370,7 +516,9 @@ def test_estimator_sums_eq7_over_subtables(adult):
             o = int(np.isin(release.codes["occupation"][res], codes).sum())
             s = int(release.domains[i, codes].sum())  # |S ∩ SA_i|
             total += (o - s * q * size) / p
-            variance += size * (o / size) * (1 - o / size) / p ** 2
+            # The observed share, clipped to [s q, p + s q], the range a true share allows.
+            share = min(max(o / size, s * q), p + s * q)
+            variance += size * share * (1 - share) / p ** 2
         estimate = release.count(query)
         assert estimate.value == pytest.approx(total, rel=1e-10)
         assert estimate.stderr == pytest.approx(math.sqrt(variance), rel=1e-10)
