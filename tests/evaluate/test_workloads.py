@@ -10,8 +10,20 @@ import pytest
 
 import ppdp
 from ppdp.errors import SchemaError
-from ppdp.evaluate.workloads import QueryPool, _draw, range_pool, sdr_pool, splu_pools
-from ppdp.query import And, Col, Compare, Condition, Lit, bind, parse_query
+from ppdp.evaluate.generalization_comparison import paper_workloads
+from ppdp.evaluate.workloads import (
+    QueryPool,
+    _draw,
+    format_condition,
+    group_by_pool,
+    in_list_pool,
+    ordered_range_pool,
+    range_columns,
+    range_pool,
+    sdr_pool,
+    splu_pools,
+)
+from ppdp.query import And, Between, Col, Compare, Condition, In, Lit, bind, parse_query
 from ppdp.release import exact_counts
 from ppdp.table import Role, Table, table_from_arrow
 
@@ -31,7 +43,7 @@ def pools(adult: Table) -> tuple[QueryPool, QueryPool]:
 def _atoms(condition: Condition) -> list[Compare]:
     if isinstance(condition, And):
         return [atom for item in condition.items for atom in _atoms(item)]
-    assert isinstance(condition, Compare)
+    assert isinstance(condition, Compare | In | Between)
     return [condition]
 
 
@@ -246,3 +258,119 @@ def test_range_pool_rejects_bad_arguments(adult: Table) -> None:
         range_pool(adult, selectivity=0)
     with pytest.raises(ValueError, match="attributes"):
         range_pool(adult, selectivity=0.05, attributes=(9,))
+
+
+# -- the three forms of Section 8.1's workload ----------------------------------------------
+
+
+def _rows_meeting(table: Table, text: str) -> int:
+    """The rows meeting a condition's SQL text, evaluated row by row: independent of the
+    contingency tables the pools count from (and, on many columns, faster than building
+    them)."""
+    predicate = bind(parse_query(text), table.schema).predicate
+    return int(np.count_nonzero(predicate.evaluate(table.codes, table.n_rows)))
+
+
+def _quasi_rows(table: Table, text: str) -> int:
+    """The rows meeting a query's quasi-identifier part (all but its last condition, on the
+    sensitive value)."""
+    return _rows_meeting(table, text.rsplit(" AND ", 1)[0])
+
+
+@pytest.mark.parametrize(("form", "selectivity", "attributes"), [
+    ("range", 0.01, (1, 2, 3)), ("range", 0.1, (5,)), ("in-list", 0.05, (1, 2, 3)),
+    ("in-list", 0.05, (4,))])
+def test_range_and_in_list_pools(fars: Table, form: str, selectivity: float,
+                                 attributes: tuple[int, ...]) -> None:
+    """Range pools put runs on ordered columns, IN-list pools value sets on any column; the
+    truths are the SQL texts' counts and the quasi-identifier part lies in [s/2, 2s)."""
+    make = ordered_range_pool if form == "range" else in_list_pool
+    pool = make(fars, selectivity=selectivity, attributes=attributes, size=30, random_state=4)
+    label = "range" if form == "range" else "IN-list"
+    assert pool.name == f"{label}, selectivity {selectivity:g}, " \
+                        f"{'/'.join(map(str, attributes))} attributes"
+    assert len(pool) == 30
+    for query, truth in zip(pool.queries, pool.truth, strict=True):
+        assert _rows_meeting(fars, query.text) == truth, query.text
+    for query in pool.queries:
+        *conditions, last = _atoms(query.where)
+        assert isinstance(last, Compare) and last.left == Col("iinjury")
+        assert len(conditions) in attributes
+        if form == "range":
+            # Every FARS column is an integer code: a run is written BETWEEN its ends.
+            assert all(isinstance(c, Between) for c in conditions)
+        else:
+            assert all(isinstance(c, In) for c in conditions)
+        assert selectivity / 2 <= _quasi_rows(fars, query.text) / fars.n_rows \
+            < 2 * selectivity
+        assert set(_atoms(parse_query(query.text).where)) == set(_atoms(query.where))
+    again = make(fars, selectivity=selectivity, attributes=attributes, size=30, random_state=4)
+    assert [q.text for q in again.queries] == [q.text for q in pool.queries]
+
+
+def test_range_pool_needs_ordered_columns(adult: Table) -> None:
+    """Adult's only ordered quasi-identifier is age: its range pools condition on age alone."""
+    assert range_columns(adult) == ["age"]
+    pool = ordered_range_pool(adult, selectivity=0.05, attributes=(1,), size=20, random_state=1)
+    assert all(q.text.startswith("age BETWEEN ") for q in pool.queries)
+    np.testing.assert_array_equal(exact_counts(adult, pool.queries), pool.truth)
+    with pytest.raises(ValueError, match="ordered quasi-identifiers"):
+        ordered_range_pool(adult, selectivity=0.05, attributes=(2,))
+
+
+@pytest.mark.parametrize("selectivity", [0.01, 0.05, 0.1])
+def test_group_by_pool_cells_partition_each_statement(adult: Table, selectivity: float
+                                                      ) -> None:
+    """Each GROUP BY statement's cells are its positive cells: their truths add up to the rows
+    of S = v, every cell's truth is its SQL count, and the mean quasi-identifier share of the
+    cells lies in [s/2, 2s)."""
+    pool = group_by_pool(adult, selectivity=selectivity, size=100, random_state=3)
+    assert pool.name == f"GROUP BY, selectivity {selectivity:g}, 1/2/3 attributes"
+    assert len(pool) >= 100 and (pool.truth >= 1).all()
+    statements: dict[tuple[frozenset[str], str], list[int]] = {}
+    for index, query in enumerate(pool.queries):
+        *cell, last = _atoms(query.where)
+        assert all(isinstance(a, Compare) and a.op == "=" for a in (*cell, last))
+        assert last.left == Col("occupation") and 1 <= len(cell) <= 3
+        key = (frozenset(a.left.name for a in cell), last.right.value)
+        statements.setdefault(key, []).append(index)
+    # Queries come statement by statement, so each statement's cells are consecutive.
+    assert sum(len(v) for v in statements.values()) == len(pool)
+    for (_, value), members in statements.items():
+        assert members == list(range(members[0], members[-1] + 1))
+        total = adult.count(format_condition([("occupation", value)])).value
+        assert pool.truth[members].sum() == total
+        rows = sum(_quasi_rows(adult, pool.queries[i].text) for i in members)
+        assert selectivity / 2 <= rows / (len(members) * adult.n_rows) < 2 * selectivity
+        assert len({pool.queries[i].text for i in members}) == len(members)
+    for index in range(0, len(pool), 7):
+        assert _rows_meeting(adult, pool.queries[index].text) == pool.truth[index]
+    again = group_by_pool(adult, selectivity=selectivity, size=100, random_state=3)
+    assert [q.text for q in again.queries] == [q.text for q in pool.queries]
+
+
+def test_group_by_pool_sparse_counts_match_dense(fars: Table,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cells of column sets whose contingency table is too large are counted from the occupied
+    cells only; forcing that path everywhere gives the same pool."""
+    dense = group_by_pool(fars, selectivity=0.01, size=50, random_state=2)
+    monkeypatch.setattr("ppdp.query.MAX_CUBE_CELLS", 10)
+    sparse = group_by_pool(fars, selectivity=0.01, size=50, random_state=2)
+    assert [q.text for q in dense.queries] == [q.text for q in sparse.queries]
+    np.testing.assert_array_equal(dense.truth, sparse.truth)
+    for index in range(0, len(dense), 5):
+        assert _rows_meeting(fars, dense.queries[index].text) == dense.truth[index]
+
+
+def test_paper_workloads_on_adult(adult: Table) -> None:
+    """Section 8.1's workloads: three forms at 1/5/10 %, then the 3/4/5-attribute pools;
+    Adult has no range pool on several attributes (one ordered column)."""
+    pools = paper_workloads(adult, size=20, random_state=5)
+    names = [p.name for p in pools]
+    assert names == [
+        *(f"{form}, selectivity {s:g}, {attributes} attributes"
+          for s in (0.01, 0.05, 0.1)
+          for form, attributes in (("range", "1"), ("IN-list", "1/2/3"),
+                                   ("GROUP BY", "1/2/3"))),
+        *(f"IN-list, selectivity 0.05, {k} attributes" for k in (3, 4, 5))]
+    assert all(len(p) > 0 and (p.truth > 0).all() for p in pools)

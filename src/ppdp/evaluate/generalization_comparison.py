@@ -8,10 +8,12 @@ Mondrian with distinct l-diversity (at least ceil(1/beta) distinct values a clas
 "comparable privacy") is kept beside it, marked as not matched: on Adult at beta = 0.2 its
 classes reach c/|G| = 0.83. Every row carries the largest association and presence measured on
 the release. A third scheme is the one of Theorem 6.1's proof: ambiguity's tables built on
-Mondrian's own (matched) groups. All answer the same range
-pools (``workloads.range_pool``): quasi-identifier selectivity near 1 %, 5 % and 10 % (Figure
-8) and conditions on 3, 4 and 5 attributes (Figure 9). Every point is the mean over several
-publications with its standard deviation. Theorem 6.1 says ambiguity's error is the lower.
+Mondrian's own (matched) groups. All answer the same pools: by default the range pools of
+``workloads.range_pool`` (``comparison_pools``): quasi-identifier selectivity near 1 %, 5 % and
+10 % (Figure 8) and conditions on 3, 4 and 5 attributes (Figure 9); ``paper_workloads`` gives
+Section 8.1's workloads in their three forms (range, IN-list, GROUP BY) for ``pools=``. Every
+point is the mean over several publications with its standard deviation. Theorem 6.1 says
+ambiguity's error is the lower.
 
 A beta that the data cannot meet (too few distinct sensitive values, or one value more
 frequent than Algorithm 2 allows) is reported as infeasible with the reason, for both
@@ -28,7 +30,15 @@ import numpy as np
 
 from ppdp.errors import InfeasibleError
 from ppdp.evaluate.metrics import relative_errors
-from ppdp.evaluate.workloads import AMBIGUITY_SELECTIVITIES, QueryPool, range_pool
+from ppdp.evaluate.workloads import (
+    AMBIGUITY_SELECTIVITIES,
+    QueryPool,
+    group_by_pool,
+    in_list_pool,
+    ordered_range_pool,
+    range_columns,
+    range_pool,
+)
 from ppdp.hierarchy import Hierarchy
 from ppdp.mechanisms.ambiguity import Ambiguity, AmbiguityRelease, scheme_from_groups
 from ppdp.mechanisms.ambiguity_groups import association_group_size
@@ -37,7 +47,8 @@ from ppdp.mechanisms.mondrian import Mondrian, MondrianRelease
 from ppdp.randomness import RandomState, make_rng
 from ppdp.table import Table
 
-__all__ = ["ComparisonRow", "compare_with_generalization", "comparison_pools"]
+__all__ = ["ComparisonRow", "compare_with_generalization", "comparison_pools",
+           "paper_workloads"]
 
 PAPER_BETAS = (0.1, 0.05, 0.025)
 """The betas of the paper's Figure 8."""
@@ -81,6 +92,40 @@ def comparison_pools(table: Table, *, size: int = 300, random_state: RandomState
     pools += [range_pool(table, selectivity=ATTRIBUTE_POOL_SELECTIVITY, attributes=(k,),
                          size=size, random_state=rng)
               for k in ATTRIBUTE_COUNTS if k <= most]
+    return [_positive(pool) for pool in pools]
+
+
+def paper_workloads(table: Table, *, size: int = 300, random_state: RandomState = None
+                    ) -> list[QueryPool]:
+    """Section 8.1's workloads in three forms, true counts > 0 only: range, IN-list and
+    GROUP BY pools at selectivity 1/5/10 % on 1-3 attributes, then range and IN-list pools
+    on exactly 3, 4 and 5 attributes at 5 % (Figure 9 (1)).
+
+    Range conditions need ordered columns (`range_columns`): their pools keep to the numbers
+    of attributes the table has (Adult has one ordered quasi-identifier, age, so its range
+    pools are on age alone and it has none on 3-5 attributes). GROUP BY pools have no 3-5
+    attribute form: grouping by 3 or more attributes makes cells far below 5 %.
+    """
+    rng = make_rng(random_state)
+    ordered = len(range_columns(table))
+    quasi = len(table.schema.quasi_identifiers)
+    few = tuple(k for k in (1, 2, 3) if k <= ordered)
+    pools = []
+    for selectivity in AMBIGUITY_SELECTIVITIES:
+        if few:
+            pools.append(ordered_range_pool(table, selectivity=selectivity, attributes=few,
+                                            size=size, random_state=rng))
+        pools.append(in_list_pool(table, selectivity=selectivity, size=size,
+                                  random_state=rng))
+        pools.append(group_by_pool(table, selectivity=selectivity, size=size,
+                                   random_state=rng))
+    for k in ATTRIBUTE_COUNTS:
+        if k <= ordered:
+            pools.append(ordered_range_pool(table, selectivity=ATTRIBUTE_POOL_SELECTIVITY,
+                                            attributes=(k,), size=size, random_state=rng))
+        if k <= quasi:
+            pools.append(in_list_pool(table, selectivity=ATTRIBUTE_POOL_SELECTIVITY,
+                                      attributes=(k,), size=size, random_state=rng))
     return [_positive(pool) for pool in pools]
 
 
