@@ -28,9 +28,13 @@ from ppdp.evaluate.measured_privacy import measured_privacy, perturbation_poster
 from ppdp.randomness import RandomState, make_rng
 from ppdp.table import Table
 
-__all__ = ["EXPERIMENTS", "Claim", "ExperimentResult", "run_experiment", "splu_result"]
+__all__ = ["EXPERIMENTS", "MEPS_FILE", "Claim", "ExperimentResult", "read_meps",
+           "run_experiment", "splu_result"]
 
 SHARED_DATASETS = Path(__file__).resolve().parents[3].parent / "shared" / "datasets"
+
+MEPS_FILE = Path("more") / "meps2005_conditions.csv"
+"""MEPS 2005 (``read_meps``), relative to the datasets folder."""
 
 
 @dataclass(frozen=True)
@@ -75,8 +79,9 @@ def run_experiment(name: str, *, quick: bool = False, random_state: RandomState 
                    progress: Callable[[str], None] | None = None,
                    data: str | Path | None = None) -> ExperimentResult:
     """Run one experiment by name (see ``EXPERIMENTS``). ``data``: the folder holding the
-    ``adult``/``fars`` datasets and hierarchies (default: ``shared/datasets`` beside the
-    repository); experiments that need it say so when it is missing."""
+    ``adult``/``fars`` datasets and hierarchies and MEPS (``MEPS_FILE``) (default:
+    ``shared/datasets`` beside the repository); experiments that need it say so when it is
+    missing."""
     try:
         experiment = EXPERIMENTS[name][1]
     except KeyError:
@@ -196,10 +201,30 @@ def _hierarchies(config: _Config, dataset: str, table: Table, result: Experiment
     folder = config.data / dataset / "hierarchies"
     if not folder.is_dir():
         result.notes.append(f"{dataset}: no hierarchies at {folder}; Mondrian generalizes "
-                            f"strings to value sets")
+                            f"numbers to ranges and text to value sets")
         return None
     return {k: v for k, v in read_hierarchies(folder).items()
             if k in table.schema.quasi_identifiers}
+
+
+def read_meps(path: str | Path, *, sensitive: str = "ICD9CODX") -> Table:
+    """MEPS 2005 (26,756 people: DOBYY, SEX, RACEX, EDUCYEAR, marry, income and the ICD-9 code
+    of each one's first listed condition), a real table with a categorical sensitive attribute
+    of 555 values; the third table of the ambiguity comparison (Section 8.1's workloads).
+
+    The codes are labels, read as text: ``V22`` and ``-9`` stand among mostly numeric codes,
+    and reading the column as numbers would turn ``008`` into 8. The other columns are MEPS's
+    integer codes (EDUCYEAR's -9..-1 are its codes for unknown answers, kept as values).
+    Domains are the values present, as for FARS.
+    """
+    import ppdp
+
+    path = Path(path)
+    if not path.is_file():
+        raise PpdpError(f"MEPS is not at {path}; pass data=DIR (CLI: --data DIR) with the "
+                        f"{MEPS_FILE} file")
+    return ppdp.read_table(path, sensitive=sensitive, non_numeric="text"
+                           ).declare_observed_domains(warn=False)
 
 
 def _table(config: _Config, dataset: str, sensitive: str) -> Table:
@@ -207,6 +232,8 @@ def _table(config: _Config, dataset: str, sensitive: str) -> Table:
 
     if dataset == "adult":
         return ppdp.datasets.adult(observed_domains=True, sensitive=sensitive)
+    if dataset == "meps":
+        return read_meps(config.data / MEPS_FILE, sensitive=sensitive)
     path = config.data / "fars" / "fars_int.csv"
     if not path.is_file():
         raise PpdpError(f"FARS is not at {path}; pass data=DIR (CLI: --data DIR) with the "
