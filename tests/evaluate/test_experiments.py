@@ -172,9 +172,14 @@ def test_two_sensitive_attributes_measured(results) -> None:
 
 
 def test_density_axis(results) -> None:
-    """Ambiguity Figure 10: each density d merges the sensitive values into ceil(99/d)
-    classes, and ambiguity and Mondrian are both measured at each."""
+    """Ambiguity Figures 9 (2) and 10: Adult at each density d, with ambiguity and the matched
+    Mondrian measured on the same pools, group sizes reported, every class at c/|G| <= beta."""
     rows = results["density"].rows
-    assert sorted({(r["d"], r["sensitive_values"]) for r in rows}) == [(1, 99), (3, 33)]
+    assert sorted({r["d"] for r in rows}) == [1, 5]
     assert {r["mechanism"] for r in rows} >= {"ambiguity", "mondrian"}
+    for d in (1, 5):
+        pools = {r["pool"] for r in rows if r["d"] == d and r["mechanism"] == "ambiguity"}
+        assert pools == {r["pool"] for r in rows if r["d"] == d and r["mechanism"] == "mondrian"}
+    assert all(r["group_size_mean"] >= 5 and r["association_max"] <= 0.2 + 1e-12
+               for r in rows if r["mechanism"] in ("ambiguity", "mondrian"))
     assert all(isinstance(c.holds, bool) for c in results["density"].claims)

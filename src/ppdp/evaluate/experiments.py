@@ -789,19 +789,23 @@ def _alphabeta(config: _Config) -> ExperimentResult:
 
 
 def _ambiguity(config: _Config) -> ExperimentResult:
-    from ppdp.evaluate.generalization_comparison import compare_with_generalization
+    from ppdp.evaluate.generalization_comparison import (
+        compare_with_generalization,
+        paper_workloads,
+    )
 
     runs = config.publications(1, 3)
     size = 100 if config.quick else 300
     settings = [("adult", "occupation", (1 / 5, 1 / 3) if config.quick else (1 / 7, 1 / 5, 1 / 3))]
     if not config.quick:
-        settings.append(("fars", "iage", (0.1, 0.05)))
+        settings += [("fars", "iage", (0.1, 0.05)), ("meps", "ICD9CODX", (0.1, 0.05))]
     result = ExperimentResult(
         "ambiguity", "Ambiguity against Mondrian generalization (ambiguity Sections 6 and 8.3)",
         {"alpha": 0.1, "Mondrian": "frequency l-diversity, l = k = ceil(1/beta) (c/|G| <= beta, "
                                    "matched to beta-association), with the ARX hierarchies; "
                                    "distinct l beside it, not matched",
-         "pools": f"{size} range queries per pool (selectivity 1/5/10 %, 3/4/5 attributes)",
+         "pools": f"{size} queries per pool: range, IN-list and GROUP BY at selectivity "
+                  f"1/5/10 %, range and IN-list on 3/4/5 attributes at 5 %",
          "publications": runs})
     means: dict[str, list[float]] = {}
     labels = []
@@ -811,14 +815,15 @@ def _ambiguity(config: _Config) -> ExperimentResult:
         except PpdpError as exc:
             result.notes.append(f"{dataset} skipped: {exc}")
             continue
-        hierarchies = _hierarchies(config, dataset, table, result)
+        hierarchies = _hierarchies(config, dataset, table, result) if dataset != "meps" else {}
         rows = compare_with_generalization(
-            table, betas=betas, hierarchies=hierarchies, publications=runs, size=size,
+            table, betas=betas, hierarchies=hierarchies, publications=runs,
+            pools=paper_workloads(table, size=size, random_state=config.rng),
             random_state=config.rng,
             progress=lambda m, d=dataset: config.step(f"ambiguity: {d}, {m}"))
         for row in rows:
             result.rows.append({"dataset": dataset, "sensitive": sensitive, **row.to_dict()})
-            if row.pool.startswith("selectivity 0.05, 1/2/3"):
+            if row.pool.startswith("IN-list, selectivity 0.05, 1/2/3"):
                 if row.mechanism == "ambiguity":
                     labels.append(f"{dataset} beta={row.beta:.3g}")
                 means.setdefault(row.mechanism, []).append(row.error_mean)
@@ -870,54 +875,48 @@ def _ambiguity(config: _Config) -> ExperimentResult:
 
 
 def _density(config: _Config) -> ExperimentResult:
-    """Ambiguity Figure 10: ambiguity against Mondrian as the sensitive values get denser.
+    """Ambiguity Figure 10: ambiguity against Mondrian as the data get denser.
 
     Section 8.1 builds datasets whose sensitive values are "distributed to (100/d) % of
-    tuples", denser as d grows, without saying how. Here density d merges the sensitive values
-    into ceil(m/d) classes (the values in order of frequency, dealt round-robin), so each class
-    covers about d times the rows of a value; d = 1 is the data as they are.
+    tuples", denser as d grows, without saying how. `ppdp.evaluate.density.with_density` keeps
+    every row's sensitive value and puts the quasi-identifier values of (100/d) % of the rows
+    on all of them (each block of d neighbours takes one seeded host's values); d = 1 is the
+    data as they are.
     """
-    import pyarrow as pa
-
-    import ppdp
-    from ppdp.evaluate.generalization_comparison import compare_with_generalization
+    from ppdp.evaluate.density import with_density
+    from ppdp.evaluate.generalization_comparison import (
+        compare_with_generalization,
+        paper_workloads,
+    )
 
     runs = config.publications(1, 3)
     size = 100 if config.quick else 300
     beta = 0.2
-    densities = (1, 3) if config.quick else (1, 2, 3, 4, 5)
+    densities = (1, 5) if config.quick else (1, 2, 3, 4, 5)
     result = ExperimentResult(
-        "density", "Ambiguity against Mondrian as the sensitive values get denser (ambiguity "
-                   "Figure 10)",
-        {"dataset": "FARS, sensitive iage (99 values) merged into ceil(99/d) classes",
+        "density", "Ambiguity against Mondrian as the data get denser (ambiguity Figures 9 (2) "
+                   "and 10)",
+        {"dataset": "Adult, sensitive occupation; quasi-identifier values of (100/d) % of the "
+                    "rows on all of them (with_density)",
          "d": str(densities), "alpha": 0.1, "beta": beta,
-         "Mondrian": "l = k = ceil(1/beta), with the ARX hierarchies", "publications": runs})
+         "Mondrian": "frequency l-diversity, l = k = ceil(1/beta), with the ARX hierarchies",
+         "publications": runs})
     try:
-        source = _table(config, "fars", "iage")
+        source = _table(config, "adult", "occupation")
     except PpdpError as exc:
         result.notes.append(f"skipped: {exc}")
         return result
-    if config.quick:
-        source = source.resample(20_000, random_state=config.rng)
-    hierarchies = _hierarchies(config, "fars", source, result)
-    codes = source.codes["iage"]
-    by_frequency = np.argsort(-np.bincount(codes, minlength=source.schema["iage"].size),
-                              kind="stable")
+    hierarchies = _hierarchies(config, "adult", source, result)
     for d in densities:
         config.step(f"density: d = {d}")
-        classes = -(-len(by_frequency) // d)
-        merged = np.empty(len(by_frequency), dtype=np.int64)
-        merged[by_frequency] = np.arange(len(by_frequency)) % classes
-        data = source.to_arrow()
-        data = data.set_column(data.schema.get_field_index("iage"), "iage",
-                               pa.array(merged[codes]))
-        table = ppdp.table.table_from_arrow(data).with_roles(
-            sensitive="iage").declare_observed_domains(warn=False)
+        table = with_density(source, d, random_state=config.rng)
         for row in compare_with_generalization(
-                table, betas=(beta,), hierarchies=hierarchies, publications=runs, size=size,
+                table, betas=(beta,), hierarchies=hierarchies, publications=runs,
+                pools=paper_workloads(table, size=size, random_state=config.rng),
                 random_state=config.rng):
-            result.rows.append({"d": d, "sensitive_values": classes, **row.to_dict()})
-    selected = [r for r in result.rows if r["pool"].startswith("selectivity 0.05, 1/2/3")]
+            result.rows.append({"d": d, **row.to_dict()})
+    selected = [r for r in result.rows
+                if r["pool"].startswith("IN-list, selectivity 0.05, 1/2/3")]
     if selected:
         result.figures.append(("density_errors", _bars(
             [f"d={r['d']}" for r in selected if r["mechanism"] == "ambiguity"],
@@ -932,11 +931,14 @@ def _density(config: _Config) -> ExperimentResult:
         result.claims.append(Claim(
             "Ambiguity errs less than generalization at every density (Section 8.3, Figure 10)",
             f"lower in {lower} of {len(pairs)} (d, pool) cells", lower == len(pairs)))
-        ambiguity = [r["error_mean"] for r in selected if r["mechanism"] == "ambiguity"]
+        ambiguity = [r for r in selected if r["mechanism"] == "ambiguity"]
         result.claims.append(Claim(
-            "Denser data give ambiguity larger errors (Section 8.3, Figure 9 (2))",
-            f"d = {densities[0]}: {ambiguity[0]:.3f}; d = {densities[-1]}: {ambiguity[-1]:.3f}",
-            ambiguity[-1] > ambiguity[0]))
+            "Denser data give ambiguity larger groups and larger errors (Section 8.3, Figure "
+            "9 (2))",
+            f"d = {densities[0]}: groups of {ambiguity[0]['group_size_mean']:.2f} rows, error "
+            f"{ambiguity[0]['error_mean']:.3f}; d = {densities[-1]}: "
+            f"{ambiguity[-1]['group_size_mean']:.2f} rows, {ambiguity[-1]['error_mean']:.3f}",
+            ambiguity[-1]["error_mean"] > ambiguity[0]["error_mean"]))
     return result
 
 

@@ -75,6 +75,8 @@ class ComparisonRow:
     """The largest presence probability of a group or class (Theorem 5.1)."""
     association_max: float = float("nan")
     """The largest association c/|G| of a sensitive value in a group or class (Theorem 5.2)."""
+    group_size_mean: float = float("nan")
+    """The mean size of a group or class (Section 8.3 explains errors by it)."""
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -162,6 +164,7 @@ def compare_with_generalization(
             errors: list[list[float]] = [[] for _ in pools]
             presence: list[float] = []
             association: list[float] = []
+            sizes: list[float] = []
             note = ""
             for _ in range(publications):
                 try:
@@ -172,6 +175,9 @@ def compare_with_generalization(
                 if isinstance(release, AmbiguityRelease | MondrianRelease):
                     presence.append(float(release.presence().max()))
                     association.append(float(release.association().max()))
+                    sizes.append(float(np.mean(release.group_sizes()
+                                               if isinstance(release, AmbiguityRelease)
+                                               else release.class_sizes())))
                 for index, pool in enumerate(pools):
                     estimates, _ = release.count_all(pool.queries)
                     errors[index].append(float(relative_errors(pool.truth, estimates).mean()))
@@ -183,6 +189,7 @@ def compare_with_generalization(
                     publications=len(values),
                     presence_max=max(presence) if presence else float("nan"),
                     association_max=max(association) if association else float("nan"),
+                    group_size_mean=float(np.mean(sizes)) if sizes else float("nan"),
                     note=note))
     return rows
 
