@@ -22,10 +22,12 @@ Both sides read the CSV and write their result into a fresh directory; ppdp runs
 ``--seed 1``; anjana may suppress ``--supp-level`` percent of the rows (default 0: ppdp's
 Mondrian and Anatomy suppress none). A job runs ``--pairs`` pairs, the order within a pair
 alternating (ppdp first in even pairs), and reports the median wall time and peak RSS (the
-child's ``ru_maxrss``) of each side and the median of the per-pair ratios ppdp / peer.
-Beside the end-to-end times: ppdp's in-process times of reading the CSV (``read_table``),
-the mechanism's publish alone and saving the release (medians over ``--pairs`` repetitions
-in this process), and anjana's anonymization call alone (median of the times the peer
+child's ``ru_maxrss``) of each side and the median of the per-pair ratios ppdp / peer. Linux
+counts the launching process's RSS in a child's ``ru_maxrss``, so this script imports nothing
+heavy (its own RSS, about 15 MB, is in the results as ``launcher_rss_mb``). Beside the
+end-to-end times: ppdp's in-process times of reading the CSV (``read_table``), the
+mechanism's publish alone and saving the release (medians over ``--pairs`` repetitions in a
+process of their own), and anjana's anonymization call alone (median of the times the peer
 script reports). When the median ``ppdp --help`` takes more than ``--importtime-above``
 seconds (default 0.3), the largest cumulative entries of ``python -X importtime -c "import
 ppdp.cli"`` are printed too; and when a publish spends more than that outside reading,
@@ -42,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -179,10 +182,10 @@ def import_times(arguments: list[str], top: int = 15) -> dict:
             "largest": entries[:top]}
 
 
-def print_imports(imports: dict) -> None:
-    """One ``import_times`` result, in milliseconds."""
+def print_imports(job: str, imports: dict) -> None:
+    """One job's ``import_times`` result, in milliseconds."""
     command = imports["command"]
-    shown = " ".join(command[:6]) + (" ..." if len(command) > 6 else "")
+    shown = " ".join(command[:6]) + (f" ... -m {job} ..." if len(command) > 6 else "")
     print(f"\n{shown}: imports {imports['total_seconds']:.2f} s in all; largest cumulative "
           f"(ms):")
     for entry in imports["largest"]:
@@ -203,9 +206,16 @@ def main() -> None:
                         help="where the outputs are written (default: a temporary directory)")
     parser.add_argument("--json", type=Path,
                         default=Path(__file__).parent / "results" / "peers.json")
+    parser.add_argument("--in-process", choices=JOBS[1:], help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.in_process:
+        with tempfile.TemporaryDirectory(dir=args.workdir) as scratch:
+            print(json.dumps(in_process(args.in_process, args, Path(scratch))))
+        return
 
-    results: dict = {"pairs": args.pairs, "supp_level": args.supp_level, "jobs": {}}
+    results: dict = {"pairs": args.pairs, "supp_level": args.supp_level,
+                     "launcher_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                     "jobs": {}}
     with tempfile.TemporaryDirectory(dir=args.workdir) as scratch:
         workdir = Path(scratch)
         for job in args.jobs:
@@ -215,7 +225,10 @@ def main() -> None:
                 if ppdp["median_seconds"] > args.importtime_above:
                     ppdp["imports"] = import_times(["-c", "import ppdp.cli"])
             else:
-                steps = ppdp["in_process"] = in_process(job, args, workdir)
+                steps = ppdp["in_process"] = json.loads(run([
+                    sys.executable, __file__, "--in-process", job, "--data", str(args.data),
+                    "--hierarchies", str(args.hierarchies), "--pairs", str(args.pairs),
+                    "--workdir", str(workdir)])[2])
                 ppdp["outside_seconds"] = ppdp["median_seconds"] - sum(
                     steps[f"{step}_seconds"] for step in ("read", "publish", "save"))
                 if ppdp["outside_seconds"] > args.importtime_above:
@@ -228,9 +241,9 @@ def main() -> None:
                   f"{result['peer']['median_seconds']:7.3f} s "
                   f"{result['peer']['median_peak_mb']:5.0f} MB   median ratio "
                   f"{result['median_ratio']:.3f}", flush=True)
-    for result in results["jobs"].values():
+    for job, result in results["jobs"].items():
         if "imports" in result["ppdp"]:
-            print_imports(result["ppdp"]["imports"])
+            print_imports(job, result["ppdp"]["imports"])
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=2) + "\n")
     print_table(results["jobs"])
