@@ -179,6 +179,7 @@ def cell(result: dict) -> str:
 
 
 def main() -> None:
+    """Measure every (mechanism, N) in a process of its own and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", type=lambda s: int(float(s)),
                         default=[10**5, 10**6, 10**7])

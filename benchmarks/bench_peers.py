@@ -193,6 +193,7 @@ def print_imports(job: str, imports: dict) -> None:
 
 
 def main() -> None:
+    """Run the jobs in pairs, print the table and write the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATASETS / "adult-arx-9attr.csv")
     parser.add_argument("--hierarchies", type=Path, default=DATASETS / "hierarchies")

@@ -40,6 +40,7 @@ def read_hierarchies(folder: Path, columns: list[str]) -> dict[str, dict]:
 
 
 def main() -> None:
+    """Anonymize the CSV, write the result and print the summary."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", type=Path)
     parser.add_argument("--hierarchies", type=Path, required=True)
