@@ -813,7 +813,7 @@ def evaluate(
     """Reproduce the papers' experiments and write a report.
 
     Writes report.html (self-contained, figures embedded), claims.csv (paper
-    says / we measured / same direction?) and one CSV of raw results per
+    says / we measured / verdict) and one CSV of raw results per
     experiment. Experiments: splu (SPLU-Gen Section 6), sdr (small domain
     randomization Section 6), alphabeta (alpha-beta Section 5), ambiguity
     (ambiguity Section 8.3).
@@ -852,11 +852,11 @@ def evaluate(
     table.add_column("experiment", no_wrap=True)
     table.add_column("paper says")
     table.add_column("we measured")
-    table.add_column("same\ndirection")
+    table.add_column("verdict")
     for result in results:
         for claim in result.claims:
-            verdict = "-" if claim.holds is None else ("yes" if claim.holds else "NO")
-            table.add_row(result.name, Text(claim.paper), Text(claim.measured), verdict)
+            table.add_row(result.name, Text(claim.paper), Text(claim.measured),
+                          Text(claim.verdict, style="bold" if claim.holds is False else ""))
     console.print(table)
     for result in results:
         for note in result.notes:

@@ -109,7 +109,8 @@ def test_report_renders(results, tmp_path: Path) -> None:
     with open(tmp_path / "claims.csv") as handle:
         claims = list(csv.DictReader(handle))
     assert len(claims) == sum(len(r.claims) for r in results.values())
-    assert {c["same direction"] for c in claims} <= {"yes", "no", "not comparable"}
+    assert {c["verdict"] for c in claims} <= {"holds", "holds at matched privacy only",
+                                              "does not hold", "not comparable"}
     with open(tmp_path / "sdr.csv") as handle:
         assert len(list(csv.DictReader(handle))) == len(results["sdr"].rows)
 

@@ -1,5 +1,6 @@
 """The evaluation report: one self-contained HTML page (figures embedded as PNG), the raw rows
-of every experiment as CSV, and the claims table (paper says / we measured / same direction?).
+of every experiment as CSV, and the claims table (paper says / we measured / verdict: holds,
+holds at matched privacy only, does not hold, not comparable).
 
 Every file is written atomically; the HTML escapes every text it shows.
 """
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ppdp.evaluate.experiments import ExperimentResult
+from ppdp.evaluate.experiments import Claim, ExperimentResult
 from ppdp.storage import write_atomic
 
 __all__ = ["write_report"]
@@ -29,10 +30,9 @@ td.yes { background: #e3f4e3; } td.no { background: #f8dede; } td.na { backgroun
 """
 
 
-def _verdict(holds: bool | None) -> tuple[str, str]:
-    if holds is None:
-        return "not comparable", "na"
-    return ("yes", "yes") if holds else ("no", "no")
+def _verdict(claim: Claim) -> tuple[str, str]:
+    """The claim's verdict and its cell's style."""
+    return claim.verdict, {None: "na", True: "yes", False: "no"}[claim.holds]
 
 
 def _cell(value: object) -> str:
@@ -49,11 +49,10 @@ def write_report(results: Sequence[ExperimentResult], directory: str | os.PathLi
     written = []
     claims = io.StringIO()
     writer = csv.writer(claims, lineterminator="\n")
-    writer.writerow(["experiment", "paper says", "we measured", "same direction"])
+    writer.writerow(["experiment", "paper says", "we measured", "verdict"])
     for result in results:
         for claim in result.claims:
-            writer.writerow([result.name, claim.paper, claim.measured,
-                             _verdict(claim.holds)[0]])
+            writer.writerow([result.name, claim.paper, claim.measured, _verdict(claim)[0]])
         if result.rows:
             buffer = io.StringIO()
             fields = list(dict.fromkeys(k for row in result.rows for k in row))
@@ -102,11 +101,11 @@ def _html(results: Sequence[ExperimentResult]) -> str:
 
 def _claims_table(results: Sequence[ExperimentResult], *, with_experiment: bool = True) -> str:
     head = ("<th>experiment</th>" if with_experiment else "") + \
-        "<th>paper says</th><th>we measured</th><th>same direction?</th>"
+        "<th>paper says</th><th>we measured</th><th>verdict</th>"
     rows = []
     for result in results:
         for claim in result.claims:
-            verdict, css = _verdict(claim.holds)
+            verdict, css = _verdict(claim)
             first = f"<td>{html.escape(result.name)}</td>" if with_experiment else ""
             rows.append(f"<tr>{first}<td>{html.escape(claim.paper)}</td>"
                         f"<td>{html.escape(claim.measured)}</td>"
