@@ -792,9 +792,14 @@ def _alphabeta(config: _Config) -> ExperimentResult:
         result.rows.append({"mechanism": name, "average_absolute_error": mean,
                             "average_absolute_error_std": std, "publications": repeats})
     result.claims.append(Claim(
+        "FRAPP errs more than alpha-beta (Section 5)", f"{section5.ratio:.2f} times",
+        section5.ratio > 1))
+    # "About" read as within a quarter of the paper's factor.
+    result.claims.append(Claim(
         "FRAPP's average error is about 4.5 times alpha-beta's (Section 5)",
-        f"{section5.ratio:.2f} times", section5.ratio > 1))
-    result.notes.append("The direction holds; the factor depends on FRAPP's parameters, which "
+        f"{section5.ratio:.2f} times", abs(section5.ratio / 4.5 - 1) <= 0.25))
+    result.notes.append("The direction holds; the factor does not: the paper's 4.5 is a ratio "
+                        "of the two mechanisms' error bounds, and FRAPP's depends on parameters "
                         "the paper does not give (see the README's derivation).")
     return result
 
