@@ -236,6 +236,17 @@ def off_the_boundary(frequencies: np.ndarray, rho1: float) -> bool:
     return bool(np.all(np.abs(frequencies / frequencies.sum() - rho1) > 1e-9))
 
 
+def privacy_between(frequencies: np.ndarray, u: float, v: float) -> tuple[float, float]:
+    """(rho1, rho2) drawn from u, v in [0, 1]: rho1 between the smallest and largest relative
+    frequency, rho2 a share v of the way from rho1 to 1 (cases hypothesis cannot use are
+    rejected)."""
+    rel = frequencies[frequencies > 0] / int(frequencies.sum())
+    rho1 = rel.min() + u * (rel.max() - rel.min())
+    rho2 = rho1 + v * (1 - rho1)
+    assume(0 < rho1 < rho2 < 1 and off_the_boundary(frequencies, rho1))
+    return rho1, rho2
+
+
 def is_balanced(counts: np.ndarray, theta: int) -> bool:
     """Definition 3: f/|R| <= 1/theta for every value, in integers."""
     return int(counts.max()) * theta <= int(counts.sum())
@@ -346,11 +357,7 @@ def check_partition(partition, frequencies, rho1, rho2):
 def test_merge_is_optimal_for_the_order(frequencies, u, v):
     """Eq. 14's dynamic programme finds the minimum of eps(Part) over all mergings of the
     rearranged groups (checked by enumeration when there are few groups)."""
-    n = int(frequencies.sum())
-    rel = frequencies[frequencies > 0] / n
-    rho1 = rel.min() + u * (rel.max() - rel.min())
-    rho2 = rho1 + v * (1 - rho1)
-    assume(0 < rho1 < rho2 < 1 and off_the_boundary(frequencies, rho1))
+    rho1, rho2 = privacy_between(frequencies, u, v)
     partition = perturbation_partition(frequencies, rho1=rho1, rho2=rho2)
     ordered = partition.groups[partition.order]
     assume(len(ordered) <= 10)
@@ -383,11 +390,7 @@ def test_run_costs_are_those_of_the_merged_counts(data, rho2):
 def test_partition_is_the_best_of_the_orders(frequencies, u, v):
     """The partition kept is at least as good as the merging of scipy's RCM order and of every
     candidate order; with few groups it is the best over all t! orders (enumerated here)."""
-    n = int(frequencies.sum())
-    rel = frequencies[frequencies > 0] / n
-    rho1 = rel.min() + u * (rel.max() - rel.min())
-    rho2 = rho1 + v * (1 - rho1)
-    assume(0 < rho1 < rho2 < 1 and off_the_boundary(frequencies, rho1))
+    rho1, rho2 = privacy_between(frequencies, u, v)
     partition = perturbation_partition(frequencies, rho1=rho1, rho2=rho2)
     groups, protected = partition.groups, partition.protected
     t = len(groups)
