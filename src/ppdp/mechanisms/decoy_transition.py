@@ -160,8 +160,15 @@ def _along(tensor: np.ndarray, matrices: Sequence[np.ndarray], contract: int) ->
     """Contract each of the last len(matrices) axes with axis ``contract`` of its matrix."""
     width = len(matrices)
     for j, matrix in enumerate(matrices):
-        axis = tensor.ndim - width + j
-        tensor = np.moveaxis(np.tensordot(tensor, matrix, axes=([axis], [contract])), -1, axis)
+        if contract:
+            matrix = matrix.T
+        if j == width - 1:
+            # The last axis is a plain matrix product: with one sensitive attribute, the only
+            # one, and a query's answer then costs a product rather than moved axes.
+            tensor = tensor @ matrix
+        else:
+            axis = tensor.ndim - width + j
+            tensor = np.moveaxis(np.moveaxis(tensor, axis, -1) @ matrix, -1, axis)
     return tensor
 
 
