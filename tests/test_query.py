@@ -37,9 +37,11 @@ from ppdp.query import (
     Lit,
     Not,
     Or,
+    Predicate,
     Query,
     RowCondition,
     TrueCondition,
+    _split_atoms,
     bind,
     count_histogram,
     parse_query,
@@ -574,6 +576,35 @@ def test_split_is_a_disjoint_cover_of_the_predicate(data: st.DataObject) -> None
         covered += rest.evaluate(table.codes, n) & in_combos
     expected = np.asarray([holds(condition, row) for row in rows_of(table)], dtype=np.int64)
     np.testing.assert_array_equal(covered, expected)
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_split_of_a_conjunction_equals_the_general_rule(data: st.DataObject) -> None:
+    """Conjunctions of single-column conditions take a shortcut (at most one term); on every
+    combination of values it counts what the general rule (one term per pattern of truth of
+    the atoms) counts."""
+    schema = data.draw(tables()).schema
+    marked = list(data.draw(st.lists(st.sampled_from(schema.names), min_size=1, max_size=2,
+                                     unique=True)))
+    parts = data.draw(st.lists(leaves(schema, ()), min_size=1, max_size=4))
+    predicate = bind(Query(where=And(tuple(parts)) if len(parts) > 1 else parts[0]),
+                     schema).predicate
+    assert predicate.box() is not None or predicate.atoms() == [predicate]
+    grid = np.indices([schema[c].size for c in schema.names]).reshape(len(schema.names), -1)
+    every = dict(zip(schema.names, grid, strict=True))
+    shape = tuple(schema[c].size for c in marked)
+
+    def covered(pieces: list[tuple[Predicate, np.ndarray]]) -> np.ndarray:
+        total = np.zeros(grid.shape[1], dtype=np.int64)
+        for rest, combos in pieces:
+            total += rest.evaluate(every, grid.shape[1]) & combos[tuple(every[c] for c in marked)]
+        return total
+
+    fast = split(predicate, marked, schema.sizes())
+    assert len(fast) <= 1
+    np.testing.assert_array_equal(covered(fast), covered(_split_atoms(predicate, marked, shape)))
+    np.testing.assert_array_equal(covered(fast), predicate.evaluate(every, grid.shape[1]))
 
 
 def test_split_rejects_a_comparison_between_a_split_column_and_another() -> None:

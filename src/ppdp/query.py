@@ -1362,6 +1362,15 @@ def split(predicate: Predicate, columns: Sequence[str],
     cannot be split and raise a QueryError.
     """
     shape = tuple(sizes[c] for c in columns)
+    box = predicate.box()
+    if box is not None:
+        return _split_box(predicate, box, columns, shape)
+    return _split_atoms(predicate, columns, shape)
+
+
+def _split_atoms(predicate: Predicate, columns: Sequence[str], shape: tuple[int, ...]
+                 ) -> list[tuple[Predicate, np.ndarray]]:
+    """`split` in general: one term per pattern of truth of the conditions on ``columns``."""
     atoms = [a for a in predicate.atoms() if a.columns & set(columns)]
     for atom in atoms:
         if not isinstance(atom, ColumnSet):
@@ -1386,6 +1395,26 @@ def split(predicate: Predicate, columns: Sequence[str],
             continue
         result.append((rest, signature == value))
     return result
+
+
+def _split_box(predicate: Predicate, box: Mapping[str, np.ndarray], columns: Sequence[str],
+               shape: tuple[int, ...]) -> list[tuple[Predicate, np.ndarray]]:
+    """`split` of a conjunction of single-column conditions (``box``, one per column): one
+    term, its conditions on the other columns with the product of its lookup tables on
+    ``columns`` (what the general rule finds, without a term per atom pattern)."""
+    if isinstance(predicate, Const):
+        return [(predicate, np.ones(shape, dtype=bool))] if predicate.value else []
+    combos = np.ones(shape, dtype=bool)
+    for axis, column in enumerate(columns):
+        if column in box:
+            view = [1] * len(shape)
+            view[axis] = shape[axis]
+            combos = combos & box[column].reshape(view)
+    items = predicate.items if isinstance(predicate, AllOf) else (predicate,)
+    rest = simplify(AllOf(tuple(item for item in items if item.columns.isdisjoint(columns))))
+    if not combos.any() or (isinstance(rest, Const) and not rest.value):
+        return []
+    return [(rest, combos)]
 
 
 # ---------------------------------------------------------------------------------------------
