@@ -888,3 +888,22 @@ def test_a_deep_parse_restores_the_recursion_limit() -> None:
     with pytest.raises(QueryError):
         parse_query("NOT " * 5_000 + "age = 20")
     assert sys.getrecursionlimit() == limit
+
+
+def test_a_parsed_condition_is_bound_once_per_schema() -> None:
+    """A text asked again is parsed into the same object and takes its bound predicate from
+    the schema; an equal condition built anew is bound anew, to an equal predicate; another
+    schema binds the same condition against its own domains."""
+    schema = people().schema
+    text = "age > 20 AND sex = 'Male'"
+    first = bind(text, schema).predicate
+    assert bind(text, schema).predicate is first
+    rebuilt = bind(Query(where=And(parse_query(text).where.items)), schema).predicate
+    assert rebuilt is not first
+    assert rebuilt.box().keys() == first.box().keys()
+    for column, lut in first.box().items():
+        np.testing.assert_array_equal(rebuilt.box()[column], lut)
+    other = table_from_arrow(pa.table({"age": [10, 20, 30, 60, 70], "sex": ["Male"] * 5}))
+    assert bind(text, other.schema).predicate.box()["age"].tolist() == [
+        False, False, True, True, True]
+    assert count(other, text) == 3

@@ -749,12 +749,13 @@ class _Combination(Predicate):
     """A conjunction or disjunction of predicates."""
 
     items: tuple[Predicate, ...]
-    # Computed once from the items (already built), so that no lookup recurses down the tree.
-    columns: frozenset[str] = field(init=False, repr=False)  # type: ignore[misc]
     combine: ClassVar[Callable[[np.ndarray, np.ndarray], np.ndarray]]
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "columns", frozenset().union(*(i.columns for i in self.items)))
+    @functools.cached_property
+    def columns(self) -> frozenset[str]:  # type: ignore[override]
+        # Computed once, when first asked (binding and simplifying build many combinations
+        # that are never asked), from the items' own, so no lookup recurses down the tree.
+        return frozenset().union(*(i.columns for i in self.items))
 
     def evaluate(self, codes: Mapping[str, np.ndarray], n_rows: int) -> np.ndarray:
         return _evaluate(self, codes, n_rows)
@@ -916,7 +917,27 @@ def bind(query: str | Query, schema: Schema, *, table_name: str | None = None) -
     group_by = tuple(_resolve_name(name, schema) for name in query.group_by)
     if len(set(group_by)) != len(group_by):
         raise QueryError(f"GROUP BY repeats a column: {_show(query.text)}")
-    return BoundQuery(_bind(query.where, schema), group_by, query)
+    return BoundQuery(_bound_condition(query.where, schema), group_by, query)
+
+
+_BOUND_CONDITIONS = 1 << 14
+"""Most parsed conditions kept bound per schema (as many as the parses kept,
+`PARSED_CACHE_SIZE`): a text asked again is parsed into the same object, and bound once."""
+
+
+def _bound_condition(condition: Condition, schema: Schema) -> Predicate:
+    """The predicate of a parsed condition on this schema, bound once per condition object.
+
+    Keyed by identity, which is free where hashing the condition's tree is not; the entry
+    holds the condition itself, so that its identity cannot pass to another object."""
+    cached = schema.bound_conditions.get(id(condition))
+    if cached is not None and cached[0] is condition:
+        return cached[1]
+    predicate = _bind(condition, schema)
+    if len(schema.bound_conditions) >= _BOUND_CONDITIONS:
+        schema.bound_conditions.clear()
+    schema.bound_conditions[id(condition)] = (condition, predicate)
+    return predicate
 
 
 def _check_table(named: str | None, table_name: str | None) -> None:

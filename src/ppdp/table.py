@@ -222,6 +222,12 @@ class Schema:
         (operator, column, literal): filled and read by `ppdp.query`."""
         return {}
 
+    @cached_property
+    def bound_conditions(self) -> dict[int, Any]:
+        """Parsed conditions already bound to this schema, by identity: filled and read by
+        `ppdp.query`."""
+        return {}
+
     def names_with_role(self, role: Role) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns if c.role == role)
 

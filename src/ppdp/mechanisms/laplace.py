@@ -223,15 +223,16 @@ class LaplaceSession(Release):
                   ) -> list[tuple[np.ndarray, np.ndarray | None]]:
         truths = [np.asarray(count_histogram(self._cube, q.predicate, q.group_by))
                   for q in queries]
+        if not truths:
+            return []
         sizes = [t.size for t in truths]
         noise = self.noise(sum(sizes))
         self.spent_epsilon += self.parameters["epsilon"] * len(queries)
-        results, start = [], 0
-        for truth, size in zip(truths, sizes, strict=True):
-            noisy = truth + noise[start:start + size].reshape(truth.shape)
-            start += size
-            results.append((noisy.astype(np.float64), np.full(truth.shape, self._stderr)))
-        return results
+        # All answers noised and converted at once, then cut into each query's shape.
+        noisy = (np.concatenate([t.reshape(-1) for t in truths]) + noise).astype(np.float64)
+        pieces = np.split(noisy, np.cumsum(sizes)[:-1])
+        return [(piece.reshape(truth.shape), np.full(truth.shape, self._stderr))
+                for piece, truth in zip(pieces, truths, strict=True)]
 
     def _interval(self, value: float, stderr: float | None) -> Estimate:
         # The discrete Laplace's own 95 % interval, not a normal approximation.
