@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import math
+import shlex
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +26,8 @@ def publish_command(comparison: Comparison, source: str = "SOURCE") -> str | Non
     if chosen is None:
         return None
     options = " ".join(f"-p {k}={v}" for k, v in chosen.parameters.items())
-    return (f"ppdp publish {source} -m {chosen.mechanism} -s {comparison.sensitive} {options} "
-            f"-o {chosen.mechanism}-release")
+    return (f"ppdp publish {shlex.quote(source)} -m {chosen.mechanism} -s "
+            f"{shlex.quote(comparison.sensitive)} {options} -o {chosen.mechanism}-release")
 
 
 def comparison_html(comparison: Comparison) -> str:
