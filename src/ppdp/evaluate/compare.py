@@ -271,11 +271,15 @@ class _Workload:
             assert small is not None
             work = [*small.queries, *large.queries]
             truth = np.concatenate([small.truth, large.truth])
-            scored = np.arange(len(small), len(work))
+            if not work:
+                raise ValueError("no query of SPLU-Gen's pools has a true count above 0 on "
+                                 "this table; give queries (--queries)")
+            scored = np.arange(len(small), len(work)) if len(large) else np.arange(len(small))
             description = (f"generated: {len(small)} small counts (true count 1-10) and "
                            f"{len(large)} large counts (selectivity 0.5-5 %), SPLU-Gen "
                            f"Section 6.1")
-            scope = "the large-count pool"
+            scope = "the large-count pool" if len(large) else \
+                "the small-count pool (no large count was found)"
         else:
             work = [_checked(table, q, i) for i, q in enumerate(queries, start=1)]
             truth = exact_counts(table, work)
