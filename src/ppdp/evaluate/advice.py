@@ -576,8 +576,9 @@ def _mondrian(facts: _Facts, target: PrivacyTarget) -> Advice:
         return Advice("mondrian", None, f"Mondrian's k-anonymity and l-diversity bound "
                                         f"association, not {_notion(target)}")
     if isinstance(target, AssociationPrivacy) and target.alpha is not None:
-        return Advice("mondrian", None, "generalization bounds no presence probability (alpha): "
-                                        "a class's presence reaches 1 (ambiguity Section 7)")
+        return Advice("mondrian", None, "generalization bounds no presence probability "
+                                        "(alpha): a class whose generalized values cover only "
+                                        "its own tuples has presence 1")
     why = facts.group_size_reason(size, "l")
     if why is not None:
         return Advice("mondrian", None, why)
