@@ -14,7 +14,7 @@ A target is one of four notions, each the guarantee of one family of papers:
 - ``rho1=1/13,rho2=0.2`` (`PosteriorPrivacy`): (rho1, rho2)-privacy (Small Domain
   Randomization Section 3.2): a value whose prior is at most rho1 has a posterior of at most
   rho2; the group mechanisms are held to an association of at most rho2, as Small Domain
-  Randomization Section 6 compares Anatomy (l = L with rho2 = 1/L);
+  Randomization Section 6.2 compares Anatomy (l = L with rho2 = 1/L);
 - ``k=10,gamma=0.2`` or ``d=0.0005,gamma=0.2`` (`TuplePrivacy`): (d, gamma)-privacy of whole
   tuples (alpha-beta Theorem 4.3), d = k n/m.
 
@@ -146,7 +146,7 @@ class PosteriorPrivacy:
         return (f"a sensitive value whose prior is at most {self.rho1:.3g} has a posterior of "
                 f"at most {self.rho2:.3g} ((rho1, rho2)-privacy, Small Domain Randomization "
                 f"Section 3.2); group mechanisms are held to an association of at most "
-                f"{self.rho2:.3g}, as Section 6 compares Anatomy")
+                f"{self.rho2:.3g}, as Section 6.2 compares Anatomy")
 
 
 @dataclass(frozen=True)
@@ -457,7 +457,7 @@ def _anatomy(facts: _Facts, target: PrivacyTarget) -> Advice:
     if why is not None:
         return Advice("anatomy", None, why)
     how = ("l = ceil(1/beta): association at most 1/l" if isinstance(target, AssociationPrivacy)
-           else "l = ceil(1/rho2), as Small Domain Randomization Section 6 compares Anatomy "
+           else "l = ceil(1/rho2), as Small Domain Randomization Section 6.2 compares Anatomy "
                 "(rho2 = 1/L): association at most 1/l")
     return Advice("anatomy", {"l": size}, how)
 
