@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -421,3 +422,57 @@ def test_alphabeta_views_streamed_are_the_views_in_memory(tmp_path, monkeypatch)
             for name in files:
                 assert (outputs["memory"] / name).read_bytes() == \
                     (outputs["streaming"] / name).read_bytes(), (view, name)
+
+
+# -- compare -----------------------------------------------------------------------------------
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_commands(heading: str, command: str) -> list[list[str]]:
+    """The lines of the sh blocks under a README heading that start with ``command``, split as
+    a shell splits them."""
+    text = README.read_text()
+    section = text[text.index(heading + "\n"):]
+    section = section[:section.index("\n## ", len(heading))]
+    blocks = section.split("```sh\n")[1:]
+    lines = [line for block in blocks for line in block.split("```")[0].splitlines()]
+    return [shlex.split(line, comments=True) for line in lines if line.startswith(command)]
+
+
+def test_readme_compare_examples_run_as_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    commands = readme_commands("## Choosing a mechanism (ppdp compare)", "ppdp compare")
+    assert len(commands) == 2
+    outputs = [ok(*argv[1:]) for argv in commands]
+    data = json.loads((tmp_path / "adult-compare" / "results.json").read_text())
+    assert data["privacy"]["text"] == "rho1=1/13,rho2=0.2"
+    chosen = data["recommendation"]["mechanism"]
+    assert f"recommended: {chosen}" in " ".join(outputs[0].split())
+    assert (tmp_path / "adult-compare" / "report.html").stat().st_size > 10_000
+    # --advice-only: SPLU-Gen's smallest gamma with T_P >= 0.6 for counts 1..3 on Adult.
+    assert "gamma=7" in outputs[1]
+    assert not (tmp_path / "adult-compare" / "splu").exists()
+
+
+def test_compare_refuses_a_folder_that_holds_files_unless_overwrite(tmp_path):
+    folder = tmp_path / "report"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    args = ["compare", "adult", "-s", "occupation", "--quick", "--runs", "1", "--seed", "1",
+            "-o", folder]
+    fails(*args, match="--overwrite")
+    ok(*args, "--overwrite")
+    assert (folder / "notes.txt").read_text() == "mine"
+    assert {p.name for p in folder.iterdir()} == {"notes.txt", "report.html", "results.json"}
+
+
+@pytest.mark.parametrize(("args", "match"), [
+    (["--privacy", "beta=2", "--advice-only"], "beta must lie in (0, 1)"),
+    (["--privacy", "rho1=0.3"], "names none of the forms"),
+    ([], "-o DIR is needed"),
+    (["--queries", "absent.sql", "-o", "out"], "absent.sql"),
+])
+def test_compare_bad_input_is_one_line(args, match, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    fails("compare", "adult", "-s", "occupation", *args, match=match)

@@ -18,6 +18,7 @@ __version__ = "0.1.0"
 
 _HOMES = {
     "datasets": "ppdp.datasets",
+    "compare": "ppdp.evaluate.compare",
     "InfeasibleError": "ppdp.errors",
     "MissingValuesError": "ppdp.errors",
     "PpdpError": "ppdp.errors",
@@ -78,6 +79,7 @@ __all__ = [
     "Table",
     "UniformPerturbation",
     "__version__",
+    "compare",
     "datasets",
     "get_mechanism",
     "load_release",
@@ -110,6 +112,7 @@ if TYPE_CHECKING:
         ReleaseError,
         SchemaError,
     )
+    from ppdp.evaluate.compare import compare
     from ppdp.io import read_table
     from ppdp.mechanisms import (
         DBR,

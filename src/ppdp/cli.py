@@ -865,6 +865,144 @@ def evaluate(
         console.print(Text(f"wrote {path}"))
 
 
+# -- compare -----------------------------------------------------------------------------------
+
+
+@app.command()
+@_handle_errors
+def compare(
+    source: Annotated[str, typer.Argument(help="CSV or Parquet file, or a bundled dataset name "
+                                               "(adult)")],
+    sensitive: Annotated[str, typer.Option("--sensitive", "-s", help="the sensitive column")],
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="report directory (report.html, results.json); refused when "
+                               "it holds files, unless --overwrite")] = None,
+    privacy: Annotated[str, typer.Option(
+        "--privacy", help="the privacy to meet, stated once: small-count:a=3,eps=0.3[,tp=0.5] "
+                          "(no count 1..a recovered within eps with probability above 1 - tp), "
+                          "beta=0.2[,alpha=0.1] (association, presence), rho1=1/13,rho2=0.2 "
+                          "or k=10,gamma=0.2 (d = k n/m; or d=...,gamma=...)")] = "beta=0.2",
+    queries: Annotated[Path | None, typer.Option(
+        "--queries", help="file of SQL count queries, one per line or separated by ';' "
+                          "(default: generated pools of small and large counts)")] = None,
+    quick: Annotated[bool, typer.Option(
+        "--quick", help="3 publications per mechanism and pools of 200 queries (default 5 "
+                        "and 1,000)")] = False,
+    runs: Annotated[int | None, typer.Option(
+        "--runs", min=1, help="publications per mechanism")] = None,
+    advice_only: Annotated[bool, typer.Option(
+        "--advice-only", help="only print each mechanism's parameters for the target (or why "
+                              "none), with the predicted error; publish nothing")] = False,
+    seed: Annotated[int | None, typer.Option("--seed", help=_SEED_HELP)] = None,
+    qi: Annotated[str | None, typer.Option(
+        "--qi", help="quasi-identifier columns, comma-separated (default: every "
+                     "non-sensitive column)")] = None,
+    hierarchies: Annotated[Path | None, typer.Option(
+        "--hierarchies", help="folder of ARX hierarchy files for Mondrian")] = None,
+    drop_missing: Annotated[bool, typer.Option(
+        "--drop-missing", help="drop rows with missing values instead of failing")] = False,
+    sep: Annotated[str | None, typer.Option(
+        "--sep", help="CSV field separator (default: detected)")] = None,
+    non_numeric: NonNumeric = "error",
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="write into a directory that holds files (report.html and "
+                            "results.json are replaced, nothing else is touched)")] = False,
+) -> None:
+    """Compare every mechanism at one privacy level on your table and queries.
+
+    Each mechanism is configured to meet the privacy stated by --privacy
+    (or the reason it cannot is given), published a few times, and asked
+    the queries of --queries (or generated pools of small and large counts
+    on the table's columns). The report gives each one's error by true
+    count with 95 % intervals across publications, its measured privacy,
+    publishing time and release size, the papers' predicted error next to
+    the measured one, and a recommendation: the lowest error among the
+    mechanisms whose measured privacy meets the target.
+
+    Examples:
+
+      ppdp compare adult -s occupation --privacy rho1=1/13,rho2=0.2 --quick -o cmp
+      ppdp compare visits.csv -s disease --queries my-queries.sql --privacy beta=0.25 -o cmp
+      ppdp compare adult -s occupation --privacy small-count:a=3,eps=0.3,tp=0.6 --advice-only
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from ppdp.evaluate.advice import advise, parse_privacy
+    from ppdp.evaluate.compare import compare as run_compare
+    from ppdp.evaluate.compare import read_queries
+    from ppdp.evaluate.compare_report import publish_command
+
+    target = parse_privacy(privacy)
+    if not advice_only:
+        if output is None:
+            raise ValueError("-o DIR is needed for the report (or pass --advice-only)")
+        if output.exists() and (not output.is_dir() or (any(output.iterdir())
+                                                        and not overwrite)):
+            raise FileExistsError(f"{output} already exists and is not an empty directory; "
+                                  f"choose another or pass --overwrite")
+    asked = read_queries(queries) if queries is not None else None
+    table = _load_source(source, sensitive=sensitive, qi=qi, drop_missing=drop_missing,
+                         sep=sep, non_numeric=non_numeric)
+    generalizations = None
+    if hierarchies is not None:
+        from ppdp.hierarchy import read_hierarchies
+
+        generalizations = {name: tree for name, tree in read_hierarchies(hierarchies).items()
+                           if name in table.schema.quasi_identifiers}
+    console = _out()
+    if advice_only:
+        listing = RichTable(title=f"parameters for {target.text()}")
+        for heading in ("mechanism", "parameters", "how chosen, or why not", "predicted error"):
+            listing.add_column(heading)
+        for item in advise(table.declare_observed_domains(warn=False), target):
+            bound = item.predicted
+            listing.add_row(item.mechanism, _parameters_text(item.parameters or {}),
+                            Text(item.reason), Text("-" if bound is None else
+                                                    f"{bound.source}: {bound.note}"))
+        console.print(listing)
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("compare", total=None)
+        result = run_compare(table, privacy=target, queries=asked, runs=runs, quick=quick,
+                             random_state=seed, hierarchies=generalizations,
+                             progress=lambda what, done, total: bar.update(
+                                 task, description=what, completed=done, total=total))
+    files = result.write(output)  # type: ignore[arg-type]
+    summary = RichTable(title=f"{table.n_rows:,} rows, {target.text()}: error on "
+                              f"{result.error_scope}")
+    for heading in ("mechanism", "parameters", "error [95 % interval]", "meets target",
+                    "publish s", "release MB"):
+        summary.add_column(heading)
+    for item in result.mechanisms:
+        if item.status != "compared":
+            continue
+        low, high = item.error_interval
+        interval = "" if not math.isfinite(low) else f" [{low:.3g}, {high:.3g}]"
+        summary.add_row(item.name, _parameters_text(item.advice.parameters or {}),
+                        f"{item.error:.3g}{interval}", "yes" if item.meets else "no",
+                        f"{item.publish_seconds:.3f}", f"{(item.release_bytes or 0) / 1e6:.2f}")
+    console.print(summary)
+    for item in result.mechanisms:
+        if item.status == "infeasible":
+            console.print(Text(f"{item.name} (infeasible): {item.note}", style="yellow"))
+    ineligible = [item.name for item in result.mechanisms if item.status == "not eligible"]
+    if ineligible:
+        console.print(Text(f"no parameter meets {target.text()}: {', '.join(ineligible)} "
+                           f"(why: report.html, or --advice-only)", style="yellow"))
+    if result.recommendation is None:
+        console.print(Text(result.recommendation_reason, style="bold red"))
+    else:
+        console.print(Text.assemble(("recommended: ", "bold green"),
+                                    (result.recommendation.mechanism, "bold"),
+                                    f" ({result.recommendation.reason})"))
+        console.print(Text(f"  {publish_command(result, source)}"))
+    if seed is not None:
+        console.print("[yellow]seeded: reproducible, for experiments only[/yellow]")
+    for path in files:
+        console.print(Text(f"wrote {path}"))
+
+
 # -- mechanisms --------------------------------------------------------------------------------
 
 

@@ -8,6 +8,8 @@ from ppdp.evaluate.measured_privacy import (
     group_association,
     measured_privacy,
     perturbation_posterior,
+    small_count_recovery,
+    tuple_posterior,
 )
 from ppdp.mechanisms.perturbation import amplification_gamma
 
@@ -61,3 +63,33 @@ def test_anatomy_association_is_read_from_its_groups(adult):
 
 def test_no_measure_for_other_kinds_of_guarantee(adult):
     assert measured_privacy(ppdp.DBR(), ppdp.DBR().publish(adult, random_state=1), adult) == []
+
+
+def test_alpha_beta_tuple_posterior_is_theorem_4_3s_at_the_views_rates(adult):
+    """With alpha + beta = 1/2 and beta = d'/gamma (Section 4.2), a tuple of prior d seen in
+    the view has posterior d (1/2) / (d (1/2) + (1 - d) beta)."""
+    mechanism = ppdp.AlphaBeta(k=10, gamma=0.2)
+    release = mechanism.publish(adult, random_state=1)
+    beta = release.parameters["beta"]
+    d = 10 * adult.n_rows / mechanism.guarantee(adult).m
+    measured = tuple_posterior(mechanism, release, adult)
+    assert measured.largest == pytest.approx(d / 2 / (d / 2 + (1 - d) * beta))
+    assert measured.bound == 0.2 and measured.largest <= 0.2
+    assert measured_privacy(mechanism, release, adult) == [measured]
+
+
+def test_frapp_tuple_posterior_reaches_gamma_at_its_retention(adult):
+    """FRAPP's retention is the largest whose likelihood ratio meets Theorem 4.3's condition:
+    the posterior of a tuple of prior d seen in the view is gamma, up to the root's tolerance."""
+    mechanism = ppdp.FRAPP(k=10, gamma=0.2)
+    measured = tuple_posterior(mechanism, mechanism.publish(adult, random_state=1), adult)
+    assert measured.largest == pytest.approx(0.2, rel=1e-9)
+
+
+def test_small_count_recovery_by_hand():
+    truth = np.array([1.0, 2.0, 3.0, 10.0])
+    # Within 30 %: 1 -> 1.3 (yes), 2 -> 3 (no), 3 -> 2.1 (yes, the boundary), 10 -> 20 (no).
+    measured = small_count_recovery(truth, np.array([1.3, 3.0, 2.1, 20.0]), epsilon=0.3,
+                                    bound=0.4)
+    assert measured.largest == 0.5 and measured.bound == 0.4
+    assert measured.margin == pytest.approx(3 * np.sqrt(0.4 * 0.6 / 4))

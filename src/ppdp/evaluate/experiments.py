@@ -12,7 +12,6 @@ and for a first look); the full run follows the papers' sizes where the data all
 
 from __future__ import annotations
 
-import io
 import itertools
 import tempfile
 import time
@@ -24,7 +23,9 @@ from typing import Any
 import numpy as np
 
 from ppdp.errors import PpdpError
+from ppdp.evaluate.figures import bars, scatter
 from ppdp.evaluate.measured_privacy import measured_privacy, perturbation_posterior
+from ppdp.evaluate.publications import Publications, mean_std, publish_and_score
 from ppdp.randomness import RandomState, make_rng
 from ppdp.table import Table
 
@@ -108,101 +109,6 @@ def run_experiment(name: str, *, quick: bool = False, random_state: RandomState 
 
 
 # -- helpers -------------------------------------------------------------------------------------
-
-
-def _mean_std(values: Sequence[float]) -> tuple[float, float]:
-    array = np.asarray(values, dtype=np.float64)
-    return float(array.mean()), float(array.std(ddof=1)) if len(array) > 1 else float("nan")
-
-
-@dataclass
-class _Publications:
-    """Errors of several publications of one mechanism on one pool, and publishing times."""
-
-    errors: list[float] = field(default_factory=list)
-    seconds: list[float] = field(default_factory=list)
-    estimates: np.ndarray | None = None
-    """The estimates of the last publication."""
-    privacy: list[Any] = field(default_factory=list)
-    """What the last publication measurably gives (`measured_privacy`)."""
-
-    def record(self, row: dict[str, Any], name: str) -> None:
-        """Mean and standard deviation of the error, median publishing time and the measured
-        privacy, into ``row``."""
-        row[f"{name}_error"], row[f"{name}_error_std"] = _mean_std(self.errors) \
-            if self.errors else (float("nan"), float("nan"))
-        row[f"{name}_publish_s"] = float(np.median(self.seconds)) if self.seconds \
-            else float("nan")
-        for measured in self.privacy:
-            row.update(measured.columns(name))
-
-
-def _publish_and_score(mechanism: Any, table: Table, queries: Sequence[Any], runs: int,
-                       rng: np.random.Generator, score: Callable[[np.ndarray], float]
-                       ) -> _Publications:
-    """Publish ``runs`` times, answer the queries, and score each publication's estimates."""
-    result = _Publications()
-    for _ in range(runs):
-        start = time.perf_counter()
-        release = mechanism.publish(table, random_state=rng)
-        result.seconds.append(time.perf_counter() - start)
-        result.estimates, _ = release.count_all(queries)
-        result.errors.append(score(result.estimates))
-    result.privacy = measured_privacy(mechanism, release, table) if runs else []
-    return result
-
-
-def _png(figure: Any) -> bytes:
-    import matplotlib.pyplot as plt
-
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
-    plt.close(figure)
-    return buffer.getvalue()
-
-
-def _bars(groups: Sequence[str], series: dict[str, tuple[Sequence[float], Sequence[float]]],
-          *, ylabel: str, title: str, log: bool = False) -> bytes:
-    """Grouped bars with one standard deviation as error bars."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(max(6.0, 0.9 * len(groups) * len(series) / 2), 3.6))
-    width = 0.8 / max(len(series), 1)
-    positions = np.arange(len(groups))
-    for index, (label, (means, stds)) in enumerate(series.items()):
-        axes.bar(positions + index * width, means, width, yerr=np.nan_to_num(stds),
-                 label=label, capsize=2)
-    axes.set_xticks(positions + width * (len(series) - 1) / 2, groups, rotation=20,
-                    ha="right")
-    axes.set_ylabel(ylabel)
-    axes.set_title(title)
-    if log:
-        axes.set_yscale("log")
-    axes.legend(fontsize=8)
-    return _png(figure)
-
-
-def _scatter(truth: np.ndarray, estimates: dict[str, np.ndarray], *, title: str) -> bytes:
-    """One panel per mechanism: estimate against true count, with the diagonal."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(1, len(estimates), figsize=(3.2 * len(estimates), 3.2),
-                                sharex=True, sharey=True, squeeze=False)
-    top = float(max(truth.max(initial=1), *(e.max(initial=1) for e in estimates.values())))
-    for axis, (name, values) in zip(axes[0], estimates.items(), strict=True):
-        axis.scatter(truth, values, s=4, alpha=0.5)
-        axis.plot([0, top], [0, top], color="black", linewidth=0.8)
-        axis.set_title(name)
-        axis.set_xlabel("act")
-    axes[0][0].set_ylabel("est")
-    figure.suptitle(title, fontsize=9)
-    return _png(figure)
 
 
 def _hierarchies(config: _Config, dataset: str, table: Table, result: ExperimentResult
@@ -301,7 +207,7 @@ def _splu_bands(config: _Config, result: ExperimentResult, size: int, runs: int)
     for index, label in enumerate(labels):
         row: dict[str, Any] = {"selectivity_band": label}
         for name, values in bands.items():
-            row[f"{name}_error"], row[f"{name}_error_std"] = _mean_std(values[index])
+            row[f"{name}_error"], row[f"{name}_error_std"] = mean_std(values[index])
             for measured in privacy[name]:
                 row.update(measured.columns(name))
         result.rows.append(row)
@@ -310,12 +216,12 @@ def _splu_bands(config: _Config, result: ExperimentResult, size: int, runs: int)
         "hold SPLU-Gen to small-sum privacy and Anatomy to an association of at most 1/l "
         "(measured in the Anatomy_association column); DBR's randomization has no bound of "
         "either kind.")
-    result.figures.append(("splu_error_by_band", _bars(
-        labels, {name: ([_mean_std(v)[0] for v in values], [_mean_std(v)[1] for v in values])
+    result.figures.append(("splu_error_by_band", bars(
+        labels, {name: ([mean_std(v)[0] for v in values], [mean_std(v)[1] for v in values])
                  for name, values in bands.items()},
         ylabel="average relative error", title="Large counts by selectivity band (Figures "
                                                "8-9)")))
-    first, last = _mean_std(bands["SPLU-Gen"][0])[0], _mean_std(bands["SPLU-Gen"][-1])[0]
+    first, last = mean_std(bands["SPLU-Gen"][0])[0], mean_std(bands["SPLU-Gen"][-1])[0]
     result.claims.append(Claim(
         "SPLU-Gen's relative error falls as the selectivity grows (Section 6.2, Fig. 9a)",
         f"{labels[0]}: {first:.3f}; {labels[-1]}: {last:.3f}", last < first))
@@ -341,15 +247,15 @@ def splu_result(demos: Sequence[Any]) -> ExperimentResult:
             errors["large"].append(row.large_error)
     summary = {}
     for mechanism, errors in per_mechanism.items():
-        small, large = _mean_std(errors["small"]), _mean_std(errors["large"])
+        small, large = mean_std(errors["small"]), mean_std(errors["large"])
         summary[mechanism] = (small[0], large[0])
         result.rows.append({"mechanism": mechanism, "small_error": small[0],
                             "small_error_std": small[1], "large_error": large[0],
                             "large_error_std": large[1], "publications": runs})
     names = list(per_mechanism)
-    result.figures.append(("splu_errors", _bars(
-        names, {pool: ([_mean_std(per_mechanism[m][pool])[0] for m in names],
-                       [_mean_std(per_mechanism[m][pool])[1] for m in names])
+    result.figures.append(("splu_errors", bars(
+        names, {pool: ([mean_std(per_mechanism[m][pool])[0] for m in names],
+                       [mean_std(per_mechanism[m][pool])[1] for m in names])
                 for pool in ("small", "large")},
         ylabel="average relative error", title="Small counts (1-10) and large counts "
                                                "(0.5-5 %), Adult", log=True)))
@@ -421,15 +327,15 @@ def _splu_two(config: _Config) -> ExperimentResult:
     for gamma in gammas:
         config.step(f"splu_two: gamma = {gamma}")
         try:
-            scored = _publish_and_score(ppdp.SPLUGen(gamma=gamma), table, queries, runs,
+            scored = publish_and_score(ppdp.SPLUGen(gamma=gamma), table, queries, runs,
                                         config.rng, lambda e: average_relative_error(truth, e))
         except ppdp.InfeasibleError as exc:
             result.notes.append(f"gamma = {gamma}: {exc}")
             continue
-        mean, std = _mean_std(scored.errors)
+        mean, std = mean_std(scored.errors)
         result.rows.append({"gamma": gamma, "error": mean, "error_std": std,
                             "queries": len(queries)})
-    result.figures.append(("splu_two_sensitive", _bars(
+    result.figures.append(("splu_two_sensitive", bars(
         [str(r["gamma"]) for r in result.rows],
         {"SPLU-Gen": ([r["error"] for r in result.rows], [r["error_std"] for r in result.rows])},
         ylabel="average relative error", title="Two sensitive attributes, selectivity "
@@ -442,7 +348,7 @@ def _splu_two(config: _Config) -> ExperimentResult:
         occupation = ppdp.datasets.adult(observed_domains=True, sensitive="occupation")
         _, large = splu_pools(occupation, size=300 if config.quick else 2000,
                               random_state=config.rng)
-        single = _mean_std(_publish_and_score(
+        single = mean_std(publish_and_score(
             ppdp.SPLUGen(gamma=5), occupation, large.queries, runs, config.rng,
             lambda e: average_relative_error(large.truth, e)).errors)
         result.claims.append(Claim(
@@ -498,7 +404,7 @@ def _sdr(config: _Config) -> ExperimentResult:
         posterior = {name: perturbation_posterior(mechanism, table).largest
                      for name, mechanism in mechanisms.items()}
         for s in SDR_SELECTIVITIES:
-            up, pp = _mean_std(errors["UP"][s]), _mean_std(errors["PP"][s])
+            up, pp = mean_std(errors["UP"][s]), mean_std(errors["PP"][s])
             result.rows.append({"dataset": dataset, "sensitive": sensitive, "rho1": rho1,
                                 "rho2": rho2, "min_selectivity": s, "up_error": up[0],
                                 "up_error_std": up[1], "pp_error": pp[0], "pp_error_std": pp[1],
@@ -521,7 +427,7 @@ def _sdr(config: _Config) -> ExperimentResult:
             f"PP's retention probability is above UP's (Table 2; {dataset}/{sensitive})",
             f"PP {retention_pp:.3f}, UP {retention_up:.3f}", retention_pp > retention_up))
     if labels:
-        result.figures.append(("sdr_errors", _bars(
+        result.figures.append(("sdr_errors", bars(
             labels, {"UP": (up_means, up_stds), "PP": (pp_means, pp_stds)},
             ylabel="average relative error", title="Queries of selectivity >= s")))
     return result
@@ -561,7 +467,7 @@ def _sdr_axes_of(config: _Config, result: ExperimentResult, source: Table, datas
     from ppdp.evaluate.metrics import error_above_selectivity
     from ppdp.evaluate.workloads import sdr_pool
 
-    scatter: dict[str, Any] = {}
+    shown: dict[str, Any] = {}
 
     def measure(table: Table, level: int) -> dict[str, Any]:
         pool = sdr_pool(table, conditions=100 if config.quick else 200, random_state=config.rng)
@@ -572,12 +478,12 @@ def _sdr_axes_of(config: _Config, result: ExperimentResult, source: Table, datas
         estimates: dict[str, np.ndarray] = {}
         for name, mechanism in mechanisms.items():
             try:
-                scored = _publish_and_score(
+                scored = publish_and_score(
                     mechanism, table, pool.queries, runs, config.rng,
                     lambda e: error_above_selectivity(pool.truth, e, table.n_rows, 0.001)[1])
             except ppdp.InfeasibleError:
                 # Anatomy's l-diversity is infeasible on skewed data (Section 6.3).
-                scored = _Publications()
+                scored = Publications()
             scored.record(row, name)
             if scored.estimates is not None:
                 estimates[name] = scored.estimates
@@ -589,7 +495,7 @@ def _sdr_axes_of(config: _Config, result: ExperimentResult, source: Table, datas
         row["PP_mean_m"] = statistics["mean_m"]
         row["PP_mean_gamma"] = statistics["mean_gamma"]
         if level == levels[0] and table.n_rows == fixed_size:
-            scatter.update(truth=pool.truth, estimates=estimates,
+            shown.update(truth=pool.truth, estimates=estimates,
                            keep=pool.truth >= 0.001 * table.n_rows)
         return row
 
@@ -606,19 +512,19 @@ def _sdr_axes_of(config: _Config, result: ExperimentResult, source: Table, datas
     result.rows += by_level + by_size
     names = ("UP", "PP", "Anatomy")
     for axis, rows, key in (("L", by_level, "L"), ("|T|", by_size, "n")):
-        result.figures.append((f"sdr_{dataset}_error_vs_{'L' if axis == 'L' else 'size'}", _bars(
+        result.figures.append((f"sdr_{dataset}_error_vs_{'L' if axis == 'L' else 'size'}", bars(
             [str(r[key]) for r in rows],
             {m: ([r[f"{m}_error"] for r in rows], [r[f"{m}_error_std"] for r in rows])
              for m in names}, ylabel="average relative error (s >= 0.1 %)",
             title=f"{dataset}: error against {axis} ({figure})")))
-    result.figures.append((f"sdr_{dataset}_runtime_vs_size", _bars(
+    result.figures.append((f"sdr_{dataset}_runtime_vs_size", bars(
         [str(r["n"]) for r in by_size], {m: ([r[f"{m}_publish_s"] for r in by_size],
                                               [0.0] * len(by_size)) for m in names},
         ylabel="publish time (s, median)", title=f"{dataset}: runtime against |T| (Figure 5)")))
-    if scatter:
-        result.figures.append((f"sdr_{dataset}_estimate_vs_truth", _scatter(
-            scatter["truth"][scatter["keep"]],
-            {m: v[scatter["keep"]] for m, v in scatter["estimates"].items()},
+    if shown:
+        result.figures.append((f"sdr_{dataset}_estimate_vs_truth", scatter(
+            shown["truth"][shown["keep"]],
+            {m: v[shown["keep"]] for m, v in shown["estimates"].items()},
             title=f"{dataset}: est vs act, |T| = {fixed_size:,}, L = {levels[0]}, "
                   f"s >= 0.1 % (Figure 3)")))
     rows = by_level + by_size
@@ -669,13 +575,13 @@ def _splu_gamma(config: _Config) -> ExperimentResult:
         mechanisms = {"SPLU-Gen": ppdp.SPLUGen(gamma=gamma), "Anatomy": ppdp.Anatomy(l=gamma)}
         for name, mechanism in mechanisms.items():
             try:
-                scored = _publish_and_score(mechanism, table, small.queries, runs, config.rng,
+                scored = publish_and_score(mechanism, table, small.queries, runs, config.rng,
                                             lambda e: average_relative_error(small.truth, e))
             except ppdp.InfeasibleError:
-                scored = _Publications()
+                scored = Publications()
             scored.record(row, name)
         result.rows.append(row)
-    result.figures.append(("splu_small_error_vs_gamma", _bars(
+    result.figures.append(("splu_small_error_vs_gamma", bars(
         [str(g) for g in gammas],
         {m: ([r[f"{m}_error"] for r in result.rows], [r[f"{m}_error_std"] for r in result.rows])
          for m in ("SPLU-Gen", "Anatomy")},
@@ -733,18 +639,18 @@ def _size(config: _Config) -> ExperimentResult:
                 pool_truth, queries = (large.truth, large.queries) if name == "SPLU-Gen" else (
                     ranges.truth[keep], [q for q, k in zip(ranges.queries, keep, strict=True)
                                          if k])
-                _publish_and_score(mechanism, table, queries, runs, config.rng,
+                publish_and_score(mechanism, table, queries, runs, config.rng,
                                    lambda e, t=pool_truth: average_relative_error(t, e)
                                    ).record(row, name)
             result.rows.append(row)
     names = ("SPLU-Gen", "ambiguity", "Mondrian")
     labels = [f"{r['dataset']} {r['n'] // 1000}k" for r in result.rows]
     if result.rows:
-        result.figures.append(("error_vs_size", _bars(
+        result.figures.append(("error_vs_size", bars(
             labels, {m: ([r[f"{m}_error"] for r in result.rows],
                          [r[f"{m}_error_std"] for r in result.rows]) for m in names},
             ylabel="average relative error", title="Error against the number of rows")))
-        result.figures.append(("publish_time_vs_size", _bars(
+        result.figures.append(("publish_time_vs_size", bars(
             labels, {m: ([r[f"{m}_publish_s"] for r in result.rows], [0.0] * len(labels))
                      for m in names}, ylabel="publish time (s, median)",
             title="Publishing time against the number of rows")))
@@ -788,7 +694,7 @@ def _alphabeta(config: _Config) -> ExperimentResult:
          "queries": f"every equality query over up to 3 attributes ({section5.queries:,})",
          "publications": repeats}, figures=figures)
     for name in ("alphabeta", "frapp"):
-        mean, std = _mean_std(getattr(section5, f"{name}_error"))
+        mean, std = mean_std(getattr(section5, f"{name}_error"))
         result.rows.append({"mechanism": name, "average_absolute_error": mean,
                             "average_absolute_error_std": std, "publications": repeats})
     result.claims.append(Claim(
@@ -905,7 +811,7 @@ def _ambiguity(config: _Config) -> ExperimentResult:
             f"lower in {lower} of {len(theorem)} cells; that scheme's largest presence "
             f"probability is {presence:.3g}", lower == len(theorem)))
     if labels:
-        result.figures.append(("ambiguity_errors", _bars(
+        result.figures.append(("ambiguity_errors", bars(
             labels, {m: (v, [0.0] * len(v)) for m, v in means.items()},
             ylabel="average relative error", title="Selectivity about 5 %, 1-3 attributes")))
     return result
@@ -955,7 +861,7 @@ def _density(config: _Config) -> ExperimentResult:
     selected = [r for r in result.rows
                 if r["pool"].startswith("IN-list, selectivity 0.05, 1/2/3")]
     if selected:
-        result.figures.append(("density_errors", _bars(
+        result.figures.append(("density_errors", bars(
             [f"d={r['d']}" for r in selected if r["mechanism"] == "ambiguity"],
             {m: ([r["error_mean"] for r in selected if r["mechanism"] == m],
                  [r["error_std"] for r in selected if r["mechanism"] == m])

@@ -11,7 +11,15 @@ mechanism's error, the largest value of the measure its guarantee bounds:
 - *association* (Anatomy, ambiguity, Mondrian): the largest share ``c / |G|`` of one sensitive
   value in a group or class (Anatomy's l-diversity: 1/l; ambiguity Theorem 5.2: beta);
 - *presence* (ambiguity Theorem 5.1, Mondrian): the largest probability that a tuple covered by
-  a group is in the table, held to alpha by ambiguity (Mondrian holds it to no bound).
+  a group is in the table, held to alpha by ambiguity (Mondrian holds it to no bound);
+- *tuple posterior* (alpha-beta Theorem 4.3, FRAPP): the chance that a tuple whose prior is
+  d = k n/m is in the table, once it is seen in the view, ``d P_in / (d P_in + (1 - d) P_out)``
+  from the view's own rates (alpha-beta: ``P_in = alpha + beta``, ``P_out = beta``; FRAPP:
+  `ppdp.mechanisms.frapp.view_presence` of its retention), held to gamma;
+- *small-count recovery* (SPLU-Gen Lemma 2, Theorem 4; `small_count_recovery`): the share of
+  true counts 1..a that a release's estimates recover within a relative error epsilon, held
+  to 1 - T_P. It is measured on queries, not read from the release, so it comes with a
+  sampling margin.
 
 The share of groups over the bound says whether a bound is met everywhere or only on average.
 """
@@ -25,7 +33,8 @@ import numpy as np
 
 from ppdp.table import Table
 
-__all__ = ["Measured", "group_association", "measured_privacy", "perturbation_posterior"]
+__all__ = ["Measured", "group_association", "measured_privacy", "perturbation_posterior",
+           "small_count_recovery", "tuple_posterior"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,9 @@ class Measured:
     largest: float
     bound: float
     share_over: float
+    margin: float = 0.0
+    """How far above the bound a measure drawn from queries may land by chance alone (three
+    standard errors); 0 for measures read from the release."""
 
     def columns(self, prefix: str) -> dict[str, float]:
         """The row entries of an experiment: ``<prefix>_<measure>``, its bound and share."""
@@ -92,18 +104,70 @@ def group_association(groups: np.ndarray, counts: np.ndarray, bound: float) -> M
                     float(np.mean(largest[present] > bound + 1e-12)))
 
 
+def tuple_posterior(mechanism: Any, release: Any, table: Table) -> Measured:
+    """The posterior that a tuple with prior d = k n/m is in ``table`` once it is seen in the
+    view, from the view's own rates (alpha-beta Theorem 4.3, its condition on
+    beta/(alpha + beta); FRAPP as derived in `ppdp.mechanisms.frapp`), against gamma.
+
+    ``mechanism``: a first alpha-beta view's `ppdp.AlphaBeta`, or `ppdp.FRAPP`, with k and
+    gamma; ``release``: its view of ``table``.
+    """
+    from ppdp.mechanisms.alphabeta import AlphaBetaRelease, TupleDomain
+    from ppdp.mechanisms.frapp import view_presence
+
+    m = TupleDomain.of(release.schema).size
+    d = mechanism.k * table.n_rows / m
+    if isinstance(release, AlphaBetaRelease):
+        alpha, beta = float(release.parameters["alpha"]), float(release.parameters["beta"])
+        inside, outside = alpha + beta, beta
+    else:
+        inside, outside = view_presence(float(release.parameters["retention"]),
+                                        n=release.n_rows, m=m)
+    posterior = d * inside / (d * inside + (1 - d) * outside)
+    return Measured("tuple_posterior", float(posterior), float(mechanism.gamma),
+                    float(posterior > mechanism.gamma + 1e-12))
+
+
+def small_count_recovery(truth: np.ndarray, estimates: np.ndarray, *, epsilon: float,
+                         bound: float) -> Measured:
+    """The share of true counts that the estimates recover within relative error epsilon,
+    ``|estimate - f| <= epsilon f``, against ``bound`` = 1 - T_P (SPLU-Gen Lemma 2, Theorem 4:
+    each count 1..a is missed by more than epsilon with probability at least T_P).
+
+    ``truth`` and ``estimates`` hold the same queries (over one or several publications).
+    The margin is three standard errors of a share whose chance is ``bound`` on every query:
+    the observed share may exceed the bound by that much while each count meets it.
+    """
+    truth = np.asarray(truth, dtype=np.float64).reshape(-1)
+    estimates = np.asarray(estimates, dtype=np.float64).reshape(-1)
+    if not truth.size:
+        return Measured("small_count_recovered", float("nan"), float(bound), float("nan"))
+    # The decimal epsilon's error in binary must not turn a boundary count into a miss.
+    recovered = np.abs(estimates - truth) <= epsilon * truth * (1 + 1e-12)
+    margin = 3 * np.sqrt(bound * (1 - bound) / truth.size)
+    return Measured("small_count_recovered", float(recovered.mean()), float(bound),
+                    float("nan"), float(margin))
+
+
 def measured_privacy(mechanism: Any, release: Any, table: Table) -> list[Measured]:
-    """Every measure of the module doc that applies to this mechanism's release of ``table``
+    """Every measure of the module doc read from this mechanism's release of ``table``
     (none for mechanisms whose guarantee is of another kind: SPLU-Gen's small-sum privacy,
-    DBR, Laplace counts)."""
+    measured on queries by `small_count_recovery`, DBR, Laplace counts; none for alpha-beta
+    views after the first, whose rates follow Algorithm 4)."""
+    from ppdp.mechanisms.alphabeta import AlphaBetaRelease
     from ppdp.mechanisms.ambiguity import AmbiguityRelease
     from ppdp.mechanisms.anatomy import AnatomyRelease
+    from ppdp.mechanisms.frapp import FrappRelease
     from ppdp.mechanisms.mondrian import MondrianRelease
     from ppdp.mechanisms.perturbation import UniformPerturbation
     from ppdp.mechanisms.sdr import PerturbationPartitioning
 
     if isinstance(mechanism, UniformPerturbation | PerturbationPartitioning):
         return [perturbation_posterior(mechanism, table)]
+    if isinstance(release, FrappRelease) or (
+            isinstance(release, AlphaBetaRelease) and getattr(mechanism, "k", None) is not None
+            and int(release.parameters.get("view", 1)) == 1):
+        return [tuple_posterior(mechanism, release, table)]
     if isinstance(release, AnatomyRelease):
         return [group_association(release.st[0], release.st[2], 1 / mechanism.l)]
     if isinstance(release, AmbiguityRelease):

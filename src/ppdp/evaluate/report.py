@@ -12,14 +12,14 @@ import csv
 import html
 import io
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from ppdp.evaluate.experiments import Claim, ExperimentResult
 from ppdp.storage import write_atomic
 
-__all__ = ["write_report"]
+__all__ = ["html_figure", "html_page", "html_rows", "write_report"]
 
 _STYLE = """
 body { font-family: sans-serif; max-width: 72em; margin: 2em auto; color: #222; }
@@ -67,10 +67,7 @@ def write_report(results: Sequence[ExperimentResult], directory: str | os.PathLi
 
 
 def _html(results: Sequence[ExperimentResult]) -> str:
-    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
-             "<title>ppdp evaluation report</title>", f"<style>{_STYLE}</style></head><body>",
-             "<h1>ppdp evaluation report</h1>",
-             f"<p>Generated {html.escape(datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC'))}. "
+    parts = [f"<p>Generated {html.escape(datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC'))}. "
              "Every point is a mean over publications; ± is one standard deviation.</p>",
              "<h2>Summary: paper says / we measured</h2>", _claims_table(results)]
     for result in results:
@@ -81,22 +78,37 @@ def _html(results: Sequence[ExperimentResult]) -> str:
         parts.append(_claims_table([result], with_experiment=False))
         for note in result.notes:
             parts.append(f"<p class='note'>{html.escape(note)}</p>")
-        for name, png in result.figures:
-            encoded = base64.b64encode(png).decode()
-            parts.append(f"<figure><img alt='{html.escape(name)}' "
-                         f"src='data:image/png;base64,{encoded}'>"
-                         f"<figcaption>{html.escape(name)}</figcaption></figure>")
+        parts.extend(html_figure(name, png) for name, png in result.figures)
         if result.rows:
-            fields = list(dict.fromkeys(k for row in result.rows for k in row))
-            head = "".join(f"<th>{html.escape(f)}</th>" for f in fields)
-            body = "".join(
-                "<tr>" + "".join(f"<td>{html.escape(_cell(row.get(f, '')))}</td>"
-                                 for f in fields) + "</tr>" for row in result.rows)
             parts.append(f"<details><summary>raw results ({len(result.rows)} rows, also in "
-                         f"{html.escape(result.name)}.csv)</summary><table><tr>{head}</tr>"
-                         f"{body}</table></details>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+                         f"{html.escape(result.name)}.csv)</summary>{html_rows(result.rows)}"
+                         f"</details>")
+    return html_page("ppdp evaluation report", parts)
+
+
+def html_page(title: str, parts: Sequence[str]) -> str:
+    """A self-contained HTML page: the title as heading, then ``parts`` (HTML already
+    escaped)."""
+    return "\n".join(["<!DOCTYPE html><html><head><meta charset='utf-8'>",
+                      f"<title>{html.escape(title)}</title>",
+                      f"<style>{_STYLE}</style></head><body>",
+                      f"<h1>{html.escape(title)}</h1>", *parts, "</body></html>"])
+
+
+def html_figure(name: str, png: bytes) -> str:
+    """A PNG embedded as a data URI, captioned with its name."""
+    encoded = base64.b64encode(png).decode()
+    return (f"<figure><img alt='{html.escape(name)}' src='data:image/png;base64,{encoded}'>"
+            f"<figcaption>{html.escape(name)}</figcaption></figure>")
+
+
+def html_rows(rows: Sequence[Mapping[str, object]]) -> str:
+    """Rows of values as a table, one column per key (in order of first appearance)."""
+    fields = list(dict.fromkeys(k for row in rows for k in row))
+    head = "".join(f"<th>{html.escape(f)}</th>" for f in fields)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(row.get(f, '')))}</td>"
+                                    for f in fields) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
 
 
 def _claims_table(results: Sequence[ExperimentResult], *, with_experiment: bool = True) -> str:

@@ -63,6 +63,18 @@ MIN_RETENTION = 1e-9
 """The smallest retention p for which counts are estimated (the estimator divides by p)."""
 
 
+def view_presence(p: float, *, n: int, m: int) -> tuple[float, float]:
+    """P_in and P_out of the module doc: the chances that a tuple occurring once in the table,
+    and one absent from it, are in a view of retention p over a domain of m tuples."""
+    q = (1 - p) / m
+    stay = math.exp((n - 1) * math.log1p(-q))
+    outside = -math.expm1(n * math.log1p(-q))
+    # 1 - (1 - p - q) stay, written without the cancellation that makes it 0 when q is
+    # below float64's resolution (domains beyond 10^16 tuples).
+    inside = -math.expm1((n - 1) * math.log1p(-q)) + (p + q) * stay
+    return inside, outside
+
+
 def frapp_retention(*, k: float, gamma: float, n: int, m: int) -> float:
     """The largest retention p of FRAPP's gamma-diagonal matrix giving (k n/m, gamma)-privacy
     (derivation in the module docstring)."""
@@ -79,12 +91,7 @@ def frapp_retention(*, k: float, gamma: float, n: int, m: int) -> float:
     needed = d * (1 - gamma) / (gamma * (1 - d))
 
     def ratio(p: float) -> float:
-        q = (1 - p) / m
-        stay = math.exp((n - 1) * math.log1p(-q))
-        outside = -math.expm1(n * math.log1p(-q))
-        # 1 - (1 - p - q) stay, written without the cancellation that makes it 0 when q is
-        # below float64's resolution (domains beyond 10^16 tuples).
-        inside = -math.expm1((n - 1) * math.log1p(-q)) + (p + q) * stay
+        inside, outside = view_presence(p, n=n, m=m)
         return outside / inside - needed
 
     # scipy.optimize takes a fifth of a second to import: only when FRAPP is configured.

@@ -1,0 +1,164 @@
+"""The report of ``ppdp compare``: one self-contained HTML page (the recommendation and its
+reason, the mechanisms side by side, error by count size, predicted against measured error,
+the mechanisms left out and why, figures embedded as PNG), built from the evaluation report's
+pieces."""
+
+from __future__ import annotations
+
+import html
+import math
+import shlex
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from ppdp.evaluate.figures import bars
+from ppdp.evaluate.report import html_figure, html_page, html_rows
+
+if TYPE_CHECKING:
+    from ppdp.evaluate.compare import Comparison, MechanismResult
+
+__all__ = ["comparison_figures", "comparison_html", "publish_command"]
+
+
+def publish_command(comparison: Comparison, source: str = "SOURCE") -> str | None:
+    """The ``ppdp publish`` line that makes the recommended release."""
+    chosen = comparison.recommendation
+    if chosen is None:
+        return None
+    options = " ".join(f"-p {k}={v}" for k, v in chosen.parameters.items())
+    return (f"ppdp publish {shlex.quote(source)} -m {chosen.mechanism} -s "
+            f"{shlex.quote(comparison.sensitive)} {options} -o {chosen.mechanism}-release")
+
+
+def comparison_html(comparison: Comparison) -> str:
+    """The report page."""
+    compared = [m for m in comparison.mechanisms if m.status == "compared"]
+    left_out = [m for m in comparison.mechanisms if m.status != "compared"]
+    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [
+        f"<p>{html.escape(comparison.table)}: {comparison.n_rows:,} rows, sensitive column "
+        f"<b>{html.escape(comparison.sensitive)}</b>. Privacy stated: "
+        f"<code>{html.escape(comparison.target.text())}</code>, "
+        f"{html.escape(comparison.target.describe())}. Queries: "
+        f"{html.escape(comparison.queries)}. {comparison.runs} publications per mechanism; "
+        f"the error is the mean relative error |true - estimate| / true on "
+        f"{html.escape(comparison.error_scope)}, with a 95 % Student t interval across "
+        f"publications. Run time {comparison.seconds:.1f} s; generated "
+        f"{html.escape(generated)}.</p>",
+        "<h2>Recommendation</h2>"]
+    chosen = comparison.recommendation
+    if chosen is None:
+        parts.append(f"<p class='note'>{html.escape(comparison.recommendation_reason)}</p>")
+    else:
+        parameters = ", ".join(f"{k} = {v}" for k, v in chosen.parameters.items())
+        parts.append(f"<p><b>{html.escape(chosen.mechanism)}</b> ({html.escape(parameters)}): "
+                     f"{html.escape(chosen.reason)}.</p>"
+                     f"<p><code>{html.escape(publish_command(comparison) or '')}</code></p>")
+    parts.append("<h2>Mechanisms at this privacy</h2>")
+    parts.append(html_rows([_summary_row(m) for m in compared]) if compared
+                 else "<p>None could be configured for this target.</p>")
+    if compared:
+        parts.append("<h2>Error by true count</h2>")
+        parts.append(html_rows(_band_rows(compared)))
+        predicted = [m for m in compared if m.predicted is not None]
+        if predicted:
+            parts.append("<h2>Predicted against measured error</h2>"
+                         "<p>Each paper's bound on the absolute error of a count, and the "
+                         "share of counts (over every publication) that stayed within it.</p>")
+            parts.append(html_rows([_predicted_row(m) for m in predicted]))
+    if left_out:
+        parts.append("<h2>Not compared</h2><ul>" + "".join(
+            f"<li><b>{html.escape(m.name)}</b> ({html.escape(m.status)}): "
+            f"{html.escape(m.note or m.advice.reason)}</li>" for m in left_out) + "</ul>")
+    for note in comparison.notes:
+        parts.append(f"<p class='note'>{html.escape(note)}</p>")
+    parts.extend(html_figure(name, png) for name, png in comparison.figures)
+    parts.append("<p>Every number is also in results.json.</p>")
+    return html_page(f"Which mechanism for {comparison.table}? (ppdp compare)", parts)
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:.{digits}g}"
+
+
+def _interval(mean: float, interval: tuple[float, float] | list[float]) -> str:
+    low, high = interval
+    if not math.isfinite(low):
+        return _number(mean)
+    return f"{_number(mean)} [{_number(low)}, {_number(high)}]"
+
+
+def _summary_row(result: MechanismResult) -> dict[str, Any]:
+    measures = "; ".join(
+        f"{p['measure']} {_number(p['largest'])}"
+        + ("" if p["target_bound"] is None else f" (target <= {_number(p['target_bound'])}"
+           + (f" + margin {_number(p['margin'], 2)}" if p["margin"] else "") + ")")
+        for p in result.privacy)
+    size = "-" if result.release_bytes is None else \
+        f"{result.release_bytes / 1e6:.2f} MB, {result.release_rows:,} rows"
+    return {"mechanism": result.name,
+            "parameters": ", ".join(f"{k}={v}" for k, v in (result.advice.parameters or {}
+                                                             ).items()),
+            "how chosen": result.advice.reason, "measured privacy": measures,
+            "meets target": "yes" if result.meets else "no",
+            "error [95 % interval]": _interval(result.error, result.error_interval),
+            "publish s (median)": _number(result.publish_seconds),
+            "release size": size}
+
+
+def _band_rows(compared: list[MechanismResult]) -> list[dict[str, Any]]:
+    rows = []
+    for result in compared:
+        row: dict[str, Any] = {"mechanism": result.name}
+        for band in result.bands:
+            row[f"true count {band['band']} ({band['queries']} queries)"] = _interval(
+                band["error"], band["interval"])
+        rows.append(row)
+    return rows
+
+
+def _predicted_row(result: MechanismResult) -> dict[str, Any]:
+    predicted = result.predicted or {}
+    scope = {"values": "each sensitive value's count over the whole table",
+             "any": "every query"}[predicted["scope"]]
+    return {"mechanism": result.name, "bound": predicted["source"],
+            "counts": f"{scope} ({predicted['counts']})",
+            "predicted |error| <= (median count)": _number(predicted["bound_at_median_count"]),
+            "with probability": _number(predicted["confidence"]),
+            "measured share within": _number(predicted["share_within"]),
+            "largest |error| / bound": _number(predicted["largest_error_over_bound"]),
+            "note": predicted["note"]}
+
+
+def comparison_figures(comparison: Comparison) -> list[tuple[str, bytes]]:
+    """Error by band of true counts, measured privacy against the target, publishing time."""
+    compared = [m for m in comparison.mechanisms if m.status == "compared"]
+    if not compared:
+        return []
+    labels = list(dict.fromkeys(b["band"] for m in compared for b in m.bands))
+    series = {}
+    for result in compared:
+        by_band = {b["band"]: b for b in result.bands}
+        means = [by_band[b]["error"] if b in by_band else math.nan for b in labels]
+        halves = [(by_band[b]["interval"][1] - by_band[b]["interval"][0]) / 2
+                  if b in by_band else math.nan for b in labels]
+        series[result.name] = (means, halves)
+    figures = [("error_by_true_count", bars(
+        [f"true count {b}" for b in labels], series, log=True,
+        ylabel="mean relative error", title="Error by true count (bars: 95 % interval across "
+                                            "publications)"))]
+    measures = list(dict.fromkeys(p["measure"] for m in compared for p in m.privacy
+                                  if p["target_bound"] is not None))
+    ratios = {measure: ([next((p["largest"] / p["target_bound"] for p in m.privacy
+                               if p["measure"] == measure), math.nan) for m in compared],
+                        [0.0] * len(compared)) for measure in measures}
+    figures.append(("measured_privacy", bars(
+        [m.name for m in compared], ratios, ylabel="measured / target bound",
+        title=f"Measured privacy against {comparison.target.text()} (at most 1 meets it)")))
+    figures.append(("publish_time", bars(
+        [m.name for m in compared],
+        {"median": ([m.publish_seconds for m in compared], [0.0] * len(compared))},
+        ylabel="seconds", title="Publishing time")))
+    return figures

@@ -1,0 +1,66 @@
+"""The evaluation's figures as PNG bytes, for reports that embed them."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["bars", "png", "scatter"]
+
+
+def png(figure: Any) -> bytes:
+    """A matplotlib figure as PNG bytes (the figure is closed)."""
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def bars(groups: Sequence[str], series: dict[str, tuple[Sequence[float], Sequence[float]]],
+         *, ylabel: str, title: str, log: bool = False) -> bytes:
+    """Grouped bars, one series a label with (heights, error-bar half-widths): one standard
+    deviation or an interval's half-width, as the caller says in the title or label."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(max(6.0, 0.9 * len(groups) * len(series) / 2), 3.6))
+    width = 0.8 / max(len(series), 1)
+    positions = np.arange(len(groups))
+    for index, (label, (means, stds)) in enumerate(series.items()):
+        axes.bar(positions + index * width, means, width, yerr=np.nan_to_num(stds),
+                 label=label, capsize=2)
+    axes.set_xticks(positions + width * (len(series) - 1) / 2, groups, rotation=20,
+                    ha="right")
+    axes.set_ylabel(ylabel)
+    axes.set_title(title)
+    if log:
+        axes.set_yscale("log")
+    axes.legend(fontsize=8)
+    return png(figure)
+
+
+def scatter(truth: np.ndarray, estimates: dict[str, np.ndarray], *, title: str) -> bytes:
+    """One panel per mechanism: estimate against true count, with the diagonal."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(estimates), figsize=(3.2 * len(estimates), 3.2),
+                                sharex=True, sharey=True, squeeze=False)
+    top = float(max(truth.max(initial=1), *(e.max(initial=1) for e in estimates.values())))
+    for axis, (name, values) in zip(axes[0], estimates.items(), strict=True):
+        axis.scatter(truth, values, s=4, alpha=0.5)
+        axis.plot([0, top], [0, top], color="black", linewidth=0.8)
+        axis.set_title(name)
+        axis.set_xlabel("act")
+    axes[0][0].set_ylabel("est")
+    figure.suptitle(title, fontsize=9)
+    return png(figure)
