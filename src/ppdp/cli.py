@@ -22,6 +22,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ppdp.errors import PpdpError
+from ppdp.jsonable import json_ready
 
 # The command line starts without numpy, pyarrow or the mechanisms: each command imports what
 # it needs, so that `ppdp --help` and argument errors answer at once.
@@ -134,23 +135,8 @@ def _declared_domains(domains_file: Path | None, domain: Sequence[str] | None,
     return declared
 
 
-def _plain(value: Any) -> Any:
-    """numpy scalars to Python numbers, tuples to lists, non-finite floats to null (for JSON)."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    import numpy as np
-
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def _echo_json(data: Any) -> None:
-    typer.echo(json.dumps(_plain(data), allow_nan=False))
+    typer.echo(json.dumps(json_ready(data), allow_nan=False))
 
 
 def _number(value: float | None) -> str:
