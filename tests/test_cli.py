@@ -312,19 +312,19 @@ def test_ambiguity_publish_risk_and_per_tuple(data_csv: Path, tmp_path: Path) ->
     assert "estimate" in ok("count", release, "age >= 22 AND disease = 'flu'")
 
 
-def test_mondrian_with_hierarchies_and_risk(shared_datasets: Path, tmp_path: Path) -> None:
+def test_mondrian_with_hierarchies_and_risk(tmp_path: Path) -> None:
     release = tmp_path / "gen"
     ok("publish", "adult", "-m", "mondrian", "-s", "occupation", "-p", "k=10", "-p", "l=3",
-       "--hierarchies", shared_datasets / "adult" / "hierarchies", "-o", release, "--seed", "1")
+       "--hierarchies", "adult", "-o", release, "--seed", "1")
     data = json.loads(ok("risk", release, "--json"))
     assert data["mechanism"] == "mondrian" and data["k"] >= 10 and data["l"] >= 3
 
 
-def test_mondrian_frequency_diversity(shared_datasets: Path, tmp_path: Path) -> None:
+def test_mondrian_frequency_diversity(tmp_path: Path) -> None:
     release = tmp_path / "frequency"
     published = ok("publish", "adult", "-m", "mondrian", "-s", "occupation", "-p", "k=5", "-p",
-                   "l=5", "-p", "diversity=frequency", "--hierarchies",
-                   shared_datasets / "adult" / "hierarchies", "-o", release, "--seed", "1")
+                   "l=5", "-p", "diversity=frequency", "--hierarchies", "adult", "-o", release,
+                   "--seed", "1")
     assert "diversity=frequency" in published
     assert json.loads((release / "release.json").read_text())["parameters"]["diversity"] == (
         "frequency")

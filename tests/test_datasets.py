@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fnmatch
 import math
+import tomllib
 from collections import Counter
 from importlib import resources
 from pathlib import Path
@@ -97,3 +99,22 @@ def test_bundled_files() -> None:
     assert "10.24432/C5XW20" in attribution
     assert "CC BY 4.0" in attribution
     assert "30,162" in attribution
+    # The hierarchies' source, copyright and licence, with the licence's text beside them.
+    assert "ARX Data Anonymization Tool" in attribution and "Fabian Prasser" in attribution
+    assert "Apache License, Version 2.0" in attribution
+    assert "Apache License" in (folder / "LICENSE-Apache-2.0.txt").read_text(encoding="utf-8")
+    hierarchies = sorted(entry.name for entry in folder.iterdir()
+                         if entry.name.startswith("adult_hierarchy_"))
+    assert hierarchies == sorted(f"adult_hierarchy_{name}.csv" for name in ADULT_SIZES)
+
+
+def test_package_data_lists_every_bundled_file() -> None:
+    """pyproject.toml's package-data patterns take every data file of the folder into the
+    package (an installed ppdp has the hierarchies, not only a checkout)."""
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    patterns = project["tool"]["setuptools"]["package-data"]["ppdp"]
+    folder = Path(ppdp.datasets.__file__).parent
+    data = [path for path in folder.iterdir() if path.is_file() and path.suffix != ".py"]
+    assert data
+    for path in data:
+        assert any(fnmatch.fnmatch(f"datasets/{path.name}", p) for p in patterns), path.name

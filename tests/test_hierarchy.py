@@ -3,6 +3,7 @@ and the depth-first order in which every subtree's values have contiguous ranks.
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -23,14 +24,14 @@ FARS_HEIGHTS = {"iage": 5, "ideathday": 3, "ideathmon": 3, "ihispanic": 2, "iinj
 
 
 @pytest.fixture(scope="module")
-def adult_hierarchies(shared_datasets: Path) -> dict[str, Hierarchy]:
-    return read_hierarchies(shared_datasets / "adult" / "hierarchies")
+def adult_hierarchies() -> dict[str, Hierarchy]:
+    return read_hierarchies("adult")
 
 
 @pytest.fixture(scope="module")
-def adult(shared_datasets: Path) -> ppdp.Table:
-    return ppdp.read_table(shared_datasets / "adult" / "adult-arx-9attr.csv",
-                           sensitive="occupation")
+def adult() -> ppdp.Table:
+    # The values present, as in adult-arx-9attr.csv (tests/test_datasets.py checks they agree).
+    return ppdp.datasets.adult(sensitive="occupation", observed_domains=True)
 
 
 def write(folder: Path, name: str, text: str) -> Path:
@@ -193,6 +194,36 @@ def test_an_empty_folder_is_an_error(tmp_path: Path) -> None:
         read_hierarchies(tmp_path)
     with pytest.raises(SchemaError, match="not a folder"):
         read_hierarchies(tmp_path / "absent")
+
+
+def test_the_bundled_adult_hierarchies_by_name(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    bundled = read_hierarchies("adult")
+    assert bundled == read_hierarchies(" Adult ") == ppdp.datasets.hierarchies("adult")
+    # They cover the codebook's declared domains too (ages 17..90, 8 work classes, ...).
+    codebook = ppdp.datasets.adult()
+    for name, hierarchy in bundled.items():
+        assert_subtrees_contiguous(hierarchy.bind(codebook.schema[name]))
+    with pytest.raises(SchemaError, match="not a folder; bundled hierarchies: adult"):
+        read_hierarchies("census")
+    with pytest.raises(ValueError, match="known datasets: adult"):
+        ppdp.datasets.hierarchies("census")
+    # A folder of that name in the working directory is read instead, as for data files.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adult").mkdir()
+    write(tmp_path / "adult", "adult_hierarchy_sex.csv", "Female;*\nMale;*\n")
+    assert sorted(read_hierarchies("adult")) == ["sex"]
+
+
+def test_the_bundled_hierarchies_are_the_arx_files(shared_datasets: Path) -> None:
+    """The bundled files are the shared copies of the ARX project's, byte for byte."""
+    folder = shared_datasets / "adult" / "hierarchies"
+    shared = sorted(folder.glob("adult_hierarchy_*.csv"))
+    assert len(shared) == 9
+    bundled = resources.files("ppdp.datasets")
+    for path in shared:
+        assert (bundled / path.name).read_bytes() == path.read_bytes(), path.name
+    assert read_hierarchies("adult") == read_hierarchies(folder)
 
 
 @st.composite

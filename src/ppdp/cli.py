@@ -197,10 +197,11 @@ def publish(
         "--state-dir", help="alphabeta: where the private state of the views of a table is "
                             "kept (default: $PPDP_STATE_DIR, else ~/.local/state/ppdp); the "
                             "views of a table are counted there, whatever the output")] = None,
-    hierarchies: Annotated[Path | None, typer.Option(
+    hierarchies: Annotated[str | None, typer.Option(
         "--hierarchies", help="folder of ARX hierarchy files (*hierarchy_<column>.csv, lines "
-                              "leaf;level1;...;*): their leaves are the declared domains; "
-                              "mondrian also generalizes by them")] = None,
+                              "leaf;level1;...;*), or 'adult' for the bundled Adult "
+                              "hierarchies: their leaves are the declared domains; mondrian "
+                              "also generalizes by them")] = None,
     domains_file: Annotated[Path | None, typer.Option(
         "--domains", help="JSON file declaring public domains: {\"domains\": {\"age\": "
                           "{\"min\": 0, \"max\": 120}, \"sex\": [\"F\", \"M\"]}}")] = None,
@@ -232,7 +233,7 @@ def publish(
       ppdp publish data.parquet -m dbr -s diagnosis --drop-missing -o rel
       ppdp publish adult -m alphabeta -p k=10 -p gamma=0.2 -o view1
       ppdp publish adult -m ambiguity -s occupation -p alpha=0.1 -p beta=0.2 -o amb
-      ppdp publish adult -m mondrian -s occupation -p k=10 -p l=5 --hierarchies H -o gen
+      ppdp publish adult -m mondrian -s occupation -p k=10 -p l=5 --hierarchies adult -o gen
       ppdp publish adult -m mondrian -s occupation -p k=5 -p l=5 -p diversity=frequency -o gen
       ppdp publish visits.csv -m splu -s disease --domains visits-domains.json -o rel
       ppdp publish visits.csv -m dbr -s disease --domain disease=flu,cold,hiv -o rel
@@ -792,8 +793,9 @@ def evaluate(
     quick: Annotated[bool, typer.Option(
         "--quick", help="small pools and few publications: every experiment in seconds")] = False,
     data: Annotated[Path | None, typer.Option(
-        "--data", help="folder with the adult/fars datasets and hierarchies (default: "
-                       "shared/datasets beside the repository)")] = None,
+        "--data", help="folder with the fars dataset and its hierarchies and more/ with "
+                       "MEPS (default: shared/datasets beside the repository); Adult and its "
+                       "hierarchies are bundled")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help=_SEED_HELP)] = None,
 ) -> None:
     """Reproduce the papers' experiments and write a report.

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import numpy as np
@@ -146,38 +147,56 @@ class BoundHierarchy:
 def read_hierarchy(path: str | os.PathLike[str]) -> Hierarchy:
     """Read one ARX hierarchy file (``leaf;level1;...;top`` per line, UTF-8)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SchemaError(f"cannot read hierarchy {path}: {exc}") from exc
-    rows = [(number, line.split(";"))
-            for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
-    if not rows:
-        raise SchemaError(f"hierarchy {path} is empty")
-    rows = _check_rows(rows, str(path))
-    height = len(rows[0][1]) - 1
-    leaves = tuple(fields[0] for _, fields in rows)
-    levels = tuple(tuple(fields[j + 1] for _, fields in rows) for j in range(height))
-    return Hierarchy(leaves, levels, source=str(path))
+    return _read_hierarchy(path, str(path))
 
 
-def read_hierarchies(directory: str | os.PathLike[str]) -> dict[str, Hierarchy]:
-    """Read every ``*hierarchy_<column>.csv`` of a folder, keyed by column name."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise SchemaError(f"hierarchy folder {directory} does not exist or is not a folder")
+def read_hierarchies(source: str | os.PathLike[str]) -> dict[str, Hierarchy]:
+    """Read every ``*hierarchy_<column>.csv`` of a folder, keyed by column name; or, given the
+    name of a bundled dataset (``"adult"``) where no such folder exists, the hierarchies
+    bundled with it (`ppdp.datasets.hierarchies`)."""
+    directory = Path(source)
+    if directory.is_dir():
+        return hierarchies_of_files(sorted(directory.glob("*hierarchy_*.csv")), str(directory))
+    from ppdp import datasets
+
+    if str(source).strip().lower() in datasets.NAMES:
+        return datasets.hierarchies(str(source))
+    raise SchemaError(f"hierarchy folder {directory} does not exist or is not a folder; "
+                      f"bundled hierarchies: {', '.join(datasets.NAMES)}")
+
+
+def hierarchies_of_files(files: Iterable[Traversable], folder: str) -> dict[str, Hierarchy]:
+    """The hierarchies of ``<prefix>hierarchy_<column>.csv`` files (paths or package
+    resources), keyed by column name; ``folder`` says where they are in errors."""
     hierarchies: dict[str, Hierarchy] = {}
-    for path in sorted(directory.glob("*hierarchy_*.csv")):
-        name = path.stem.split("hierarchy_", 1)[1]
+    for file in files:
+        name = file.name.removesuffix(".csv").split("hierarchy_", 1)[1]
         if not name:
             continue
         if name in hierarchies:
-            raise SchemaError(f"{directory} holds two hierarchies for column {name!r}")
-        hierarchies[name] = read_hierarchy(path)
+            raise SchemaError(f"{folder} holds two hierarchies for column {name!r}")
+        hierarchies[name] = _read_hierarchy(file, f"{folder}/{file.name}")
     if not hierarchies:
-        raise SchemaError(f"no hierarchy files in {directory}: expected files named "
+        raise SchemaError(f"no hierarchy files in {folder}: expected files named "
                           f"<prefix>hierarchy_<column>.csv")
     return hierarchies
+
+
+def _read_hierarchy(file: Traversable, source: str) -> Hierarchy:
+    """One hierarchy file (a path or a package resource); ``source`` names it in errors."""
+    try:
+        text = file.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SchemaError(f"cannot read hierarchy {source}: {exc}") from exc
+    rows = [(number, line.split(";"))
+            for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if not rows:
+        raise SchemaError(f"hierarchy {source} is empty")
+    rows = _check_rows(rows, source)
+    height = len(rows[0][1]) - 1
+    leaves = tuple(fields[0] for _, fields in rows)
+    levels = tuple(tuple(fields[j + 1] for _, fields in rows) for j in range(height))
+    return Hierarchy(leaves, levels, source=source)
 
 
 def _check_rows(rows: Sequence[tuple[int, Sequence[str]]],

@@ -374,15 +374,14 @@ def test_histogram_and_sorted_medians_agree(monkeypatch: pytest.MonkeyPatch, l: 
 
 
 @pytest.fixture(scope="module")
-def adult(shared_datasets: Path) -> Table:
+def adult() -> Table:
     # The values present are public here (the UCI codebook lists every occupation present).
-    return ppdp.read_table(shared_datasets / "adult" / "adult-arx-9attr.csv",
-                           sensitive="occupation", observed_domains=True)
+    return ppdp.datasets.adult(sensitive="occupation", observed_domains=True)
 
 
 @pytest.fixture(scope="module")
-def adult_hierarchies(shared_datasets: Path) -> dict[str, Hierarchy]:
-    return read_hierarchies(shared_datasets / "adult" / "hierarchies")
+def adult_hierarchies() -> dict[str, Hierarchy]:
+    return read_hierarchies("adult")
 
 
 @pytest.mark.parametrize(("k", "l", "diversity"), [

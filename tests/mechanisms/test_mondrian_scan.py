@@ -36,16 +36,15 @@ QUERIES = ["age BETWEEN 30 AND 45 AND occupation = 'Sales'",
 
 
 @pytest.fixture(scope="module")
-def big_adult(shared_datasets: Path) -> Table:
+def big_adult() -> Table:
     """Adult resampled to 10^6 rows (its values present are public, as in the UCI codebook)."""
-    adult = ppdp.read_table(shared_datasets / "adult" / "adult-arx-9attr.csv",
-                            sensitive="occupation", observed_domains=True)
+    adult = ppdp.datasets.adult(sensitive="occupation", observed_domains=True)
     return adult.resample(N_ROWS, random_state=11)
 
 
 @pytest.fixture(scope="module")
-def adult_hierarchies(shared_datasets: Path) -> dict[str, Hierarchy]:
-    return read_hierarchies(shared_datasets / "adult" / "hierarchies")
+def adult_hierarchies() -> dict[str, Hierarchy]:
+    return read_hierarchies("adult")
 
 
 def files_of(directory: Path) -> dict[str, bytes]:

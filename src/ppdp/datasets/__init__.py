@@ -1,14 +1,19 @@
-"""Datasets bundled with ppdp (see ADULT.md in this folder for attribution and licence)."""
+"""Datasets bundled with ppdp, and their ARX generalization hierarchies (see ADULT.md in this
+folder for attribution and licences)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from importlib import resources
+from typing import TYPE_CHECKING
 
 from ppdp.declared_domains import read_domains_file
 from ppdp.table import Table
 
-__all__ = ["NAMES", "adult", "load"]
+if TYPE_CHECKING:
+    from ppdp.hierarchy import Hierarchy
+
+__all__ = ["NAMES", "adult", "hierarchies", "load"]
 
 NAMES: tuple[str, ...] = ("adult",)
 """The names `load` accepts."""
@@ -44,3 +49,17 @@ def load(name: str, *, sensitive: Iterable[str] | str | None = None,
         raise ValueError(f"unknown dataset {name!r}; known datasets: {', '.join(NAMES)}")
     return loaders[key](sensitive=sensitive, quasi_identifiers=quasi_identifiers,
                         observed_domains=observed_domains)
+
+
+def hierarchies(name: str) -> dict[str, Hierarchy]:
+    """The ARX generalization hierarchies bundled for a dataset (one of `NAMES`), keyed by
+    column: for ``adult``, the ARX project's nine (Apache-2.0; attribution in ADULT.md)."""
+    from ppdp.hierarchy import hierarchies_of_files
+
+    key = name.strip().lower()
+    if key not in NAMES:
+        raise ValueError(f"unknown dataset {name!r}; known datasets: {', '.join(NAMES)}")
+    files = [entry for entry in resources.files(__name__).iterdir()
+             if entry.name.startswith(f"{key}_hierarchy_") and entry.name.endswith(".csv")]
+    return hierarchies_of_files(sorted(files, key=lambda entry: entry.name),
+                                f"the bundled {key} hierarchies")

@@ -92,9 +92,9 @@ def run_experiment(name: str, *, quick: bool = False, random_state: RandomState 
                    progress: Callable[[str], None] | None = None,
                    data: str | Path | None = None) -> ExperimentResult:
     """Run one experiment by name (see ``EXPERIMENTS``). ``data``: the folder holding the
-    ``adult``/``fars`` datasets and hierarchies and MEPS (``MEPS_FILE``) (default:
+    ``fars`` dataset and its hierarchies and MEPS (``MEPS_FILE``) (default:
     ``shared/datasets`` beside the repository); experiments that need it say so when it is
-    missing."""
+    missing. Adult and its hierarchies are the bundled ones (`ppdp.datasets`)."""
     try:
         experiment = EXPERIMENTS[name][1]
     except KeyError:
@@ -113,16 +113,21 @@ def run_experiment(name: str, *, quick: bool = False, random_state: RandomState 
 
 def _hierarchies(config: _Config, dataset: str, table: Table, result: ExperimentResult
                  ) -> dict[str, Any] | None:
-    """The dataset's ARX hierarchies for the table's quasi-identifiers, if present."""
+    """The dataset's ARX hierarchies for the table's quasi-identifiers: Adult's bundled ones,
+    another dataset's from the data folder if present."""
+    from ppdp import datasets
     from ppdp.hierarchy import read_hierarchies
 
-    folder = config.data / dataset / "hierarchies"
-    if not folder.is_dir():
-        result.notes.append(f"{dataset}: no hierarchies at {folder}; Mondrian generalizes "
-                            f"numbers to ranges and text to value sets")
-        return None
-    return {k: v for k, v in read_hierarchies(folder).items()
-            if k in table.schema.quasi_identifiers}
+    if dataset in datasets.NAMES:
+        hierarchies = datasets.hierarchies(dataset)
+    else:
+        folder = config.data / dataset / "hierarchies"
+        if not folder.is_dir():
+            result.notes.append(f"{dataset}: no hierarchies at {folder}; Mondrian generalizes "
+                                f"numbers to ranges and text to value sets")
+            return None
+        hierarchies = read_hierarchies(folder)
+    return {k: v for k, v in hierarchies.items() if k in table.schema.quasi_identifiers}
 
 
 def read_meps(path: str | Path, *, sensitive: str = "ICD9CODX") -> Table:
