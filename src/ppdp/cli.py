@@ -1036,6 +1036,9 @@ def demo(
         "--rho2", help="posterior bound rho2 of uniform and sdr (default 1/gamma)")] = None,
     size: Annotated[int, typer.Option("--size", help="queries per pool")] = 5000,
     seed: Annotated[int | None, typer.Option("--seed", help=_SEED_HELP)] = None,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="replace the output of an earlier demo (only a directory that "
+                            "holds the demo's files and nothing else)")] = False,
 ) -> None:
     """Run the SPLU-Gen paper's comparison (Section 6) on the bundled Adult table.
 
@@ -1045,18 +1048,20 @@ def demo(
     perturbation and small domain randomization (sdr) at (rho1, rho2), and
     reports average relative errors, timings and how often the 95 %
     intervals cover the true counts. The output directory also gets the
-    evaluation report of this run (report.html, claims.csv, splu.csv).
+    evaluation report of this run (report.html, claims.csv, splu.csv). All
+    files appear at once; a directory that exists and is not empty is
+    refused before the run, unless --overwrite replaces an earlier demo's.
 
     Examples:
 
       ppdp demo
-      ppdp demo -o demo-output --gamma 5 --size 5000 --seed 1
+      ppdp demo -o demo-output --gamma 5 --size 5000 --seed 1 --overwrite
       ppdp demo --rho1 0.14 --rho2 0.33
     """
     from ppdp.evaluate.demo import run_demo
 
     result = run_demo(output, gamma=gamma, rho1=rho1, rho2=rho2, size=size, random_state=seed,
-                      progress=True)
+                      overwrite=overwrite, progress=True)
     console = _out()
     table = RichTable(
         title=f"Adult (N = {result.n_rows}, sensitive occupation), gamma = l = {result.gamma}, "
@@ -1078,10 +1083,7 @@ def demo(
                   f"queries whose 95 % interval holds the true count (-: no intervals).")
     for note in result.notes:
         console.print(Text(f"note: {note}", style="yellow"))
-    from ppdp.evaluate.experiments import splu_result
-    from ppdp.evaluate.report import write_report
-
-    for path in (*result.files, *write_report([splu_result([result])], output)):
+    for path in result.files:
         console.print(Text(f"wrote {path}"))
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ppdp.evaluate.demo import DemoResult, run_demo
+from ppdp.evaluate.demo import FILES, DemoResult, run_demo
+from ppdp.evaluate.experiments import splu_result
 
 MECHANISMS = ["SPLU-Gen", "Anatomy", "DBR", "Laplace eps=ln 2", "Laplace eps=ln 3",
               "Uniform perturbation", "SDR (PP)"]
@@ -25,7 +26,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[DemoResult, Path]:
 def test_files_are_written(demo: tuple[DemoResult, Path]) -> None:
     result, output = demo
     names = sorted(p.name for p in output.iterdir())
-    assert names == ["errors.png", "results.csv", "results.json"]  # no temporary files left
+    assert names == sorted(FILES)  # and no temporary files left, here or beside it
+    assert sorted(p.name for p in output.parent.iterdir()) == ["out"]
     assert sorted(p.name for p in result.files) == names
     for path in output.iterdir():
         assert path.stat().st_size > 0
@@ -113,3 +115,49 @@ def test_bad_arguments(tmp_path: Path) -> None:
         run_demo(None, size=0, progress=False)
     with pytest.raises(ValueError, match="gamma"):
         run_demo(None, gamma=1, progress=False)
+
+
+def test_the_run_time_is_measured_and_reported(demo: tuple[DemoResult, Path]) -> None:
+    """The report's "Run time" is the demo's own time (it said 0.0 s: the report was built
+    from the demo's results without their time)."""
+    result, output = demo
+    timed = sum(row.publish_seconds + row.estimate_seconds for row in result.rows)
+    # The run publishes and estimates with every mechanism, and builds the pools besides.
+    assert result.seconds > timed > 0
+    assert splu_result([result]).seconds == result.seconds
+    assert json.loads((output / "results.json").read_text())["seconds"] == result.seconds
+    report = (output / "report.html").read_text()
+    assert f"Run time {result.seconds:.1f} s." in report
+
+
+def test_an_occupied_directory_is_refused_unless_overwritten(
+        demo: tuple[DemoResult, Path], tmp_path: Path) -> None:
+    """Without overwrite only a missing or empty directory is written; with it, only an
+    earlier demo's output is replaced. Each refusal comes before any work."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "mine.txt").write_text("keep")
+    with pytest.raises(FileExistsError, match=r"not empty; .* overwrite=True"):
+        run_demo(notes, size=10, progress=False)
+    with pytest.raises(FileExistsError, match=r"not the demo's \(mine\.txt\)"):
+        run_demo(notes, size=10, progress=False, overwrite=True)
+    assert [p.name for p in notes.iterdir()] == ["mine.txt"]
+    link = tmp_path / "link"
+    link.symlink_to(notes, target_is_directory=True)
+    with pytest.raises(FileExistsError, match="symbolic link"):
+        run_demo(link, size=10, progress=False, overwrite=True)
+    # An earlier run's files are replaced as a whole; an empty directory is simply used.
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    for name in FILES:
+        (earlier / name).write_bytes((demo[1] / name).read_bytes())
+    with pytest.raises(FileExistsError, match="--overwrite"):
+        run_demo(earlier, size=10, progress=False)
+    again = run_demo(earlier, size=10, random_state=5, progress=False, overwrite=True)
+    assert json.loads((earlier / "results.json").read_text())["seed"] == 5
+    assert sorted(p.name for p in again.files) == sorted(FILES)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    run_demo(empty, size=10, random_state=6, progress=False)
+    assert sorted(p.name for p in empty.iterdir()) == sorted(FILES)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["earlier", "empty", "link", "notes"]

@@ -37,13 +37,15 @@ from ppdp.mechanisms import (
 )
 from ppdp.randomness import RandomState, make_rng
 from ppdp.release import Z95
-from ppdp.storage import write_atomic
+from ppdp.storage import commit_directory, staged_directory, write_atomic
 
 __all__ = ["DemoResult", "DemoRow", "run_demo"]
 
 DATASET = "adult"
 SENSITIVE = "occupation"
-FILES = ("results.csv", "results.json", "errors.png")
+FILES = ("results.csv", "results.json", "errors.png", "splu.csv", "claims.csv", "report.html")
+"""What ``run_demo`` writes: its results, their figure and the evaluation report of the run
+(`ppdp.evaluate.report`); an output directory holding only these may be overwritten."""
 
 _CSV_FIELDS = ("mechanism", "parameters", "small_error", "large_error", "publish_seconds",
                "estimate_seconds", "coverage")
@@ -79,6 +81,9 @@ class DemoResult:
     seed: int | None = None
     notes: tuple[str, ...] = ()
     files: tuple[Path, ...] = ()
+    seconds: float = 0.0
+    """Wall-clock time of the run: the pools, every publication and estimate (not the writing
+    of the files)."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict of the setting and the rows."""
@@ -93,6 +98,7 @@ class DemoResult:
             "n_small": self.n_small,
             "n_large": self.n_large,
             "seed": self.seed,
+            "seconds": self.seconds,
             "notes": list(self.notes),
             "rows": [_json_safe(asdict(row)) for row in self.rows],
         }
@@ -125,7 +131,7 @@ DEFAULT_RHO1 = 1 / 13
 
 def run_demo(output_dir: str | Path | None, *, gamma: int = 5, rho1: float = DEFAULT_RHO1,
              rho2: float | None = None, size: int = 5000, random_state: RandomState = None,
-             progress: bool = True) -> DemoResult:
+             overwrite: bool = False, progress: bool = True) -> DemoResult:
     """Run the Section 6 comparison on Adult (sensitive ``occupation``) and write the results.
 
     What the paper reports (Section 6.2), qualitatively: SPLU-Gen's relative errors on small
@@ -141,11 +147,15 @@ def run_demo(output_dir: str | Path | None, *, gamma: int = 5, rho1: float = DEF
 
     On Adult the large-count pool cannot reach 5,000 distinct queries (the table holds about
     2,100 of the required form); the shortfall is recorded in ``notes``. With ``output_dir``,
-    writes ``results.csv``, ``results.json`` and ``errors.png`` there. ``random_state``: an int
-    for a reproducible run, None for OS entropy. Prints nothing; ``progress`` shows a bar.
+    writes `FILES` there (``results.csv``, ``results.json``, ``errors.png`` and the run's
+    evaluation report), all at once: a directory that exists and is not empty is refused
+    before any work, unless ``overwrite`` is given and it holds nothing but those files.
+    ``random_state``: an int for a reproducible run, None for OS entropy. Prints nothing;
+    ``progress`` shows a bar.
     """
     from ppdp import datasets
 
+    began = time.perf_counter()
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ValueError(f"size must be a positive integer, got {size!r}")
     rho2 = 1 / gamma if rho2 is None else rho2
@@ -158,15 +168,15 @@ def run_demo(output_dir: str | Path | None, *, gamma: int = 5, rho1: float = DEF
         ("Uniform perturbation", UniformPerturbation(rho1=rho1, rho2=rho2)),
         ("SDR (PP)", PerturbationPartitioning(rho1=rho1, rho2=rho2)),
     ]
-    if output_dir is not None and Path(output_dir).exists() and not Path(output_dir).is_dir():
-        raise FileExistsError(f"{output_dir} exists and is not a directory")
+    if output_dir is not None:
+        _check_output(Path(output_dir), overwrite=overwrite)
     seed = int(random_state) if isinstance(random_state, int | np.integer) else None
     if random_state is None:
         streams: list[Any] = [None] * (1 + len(mechanisms))
     else:
         streams = list(make_rng(random_state).spawn(1 + len(mechanisms)))
 
-    with _StepProgress(progress, 1 + 2 * len(mechanisms)) as step:
+    with _StepProgress(progress, 1 + 2 * len(mechanisms) + (output_dir is not None)) as step:
         step("loading Adult and building the query pools")
         table = datasets.load(DATASET, sensitive=SENSITIVE)
         with warnings.catch_warnings(record=True) as caught:
@@ -193,16 +203,53 @@ def run_demo(output_dir: str | Path | None, *, gamma: int = 5, rho1: float = DEF
                 estimate_seconds=estimated,
                 coverage=_coverage((small, large), estimates),
             ))
-    result = DemoResult(rows=tuple(rows), n_rows=table.n_rows, gamma=gamma, rho1=rho1,
-                        rho2=rho2, size=size,
-                        n_small=len(small), n_large=len(large), seed=seed, notes=notes)
-    if output_dir is None:
-        return result
-    directory = Path(output_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    written = (result.to_csv(directory / FILES[0]), result.to_json(directory / FILES[1]),
-               plot_errors(result, directory / FILES[2]))
-    return replace(result, files=written)
+        result = DemoResult(rows=tuple(rows), n_rows=table.n_rows, gamma=gamma, rho1=rho1,
+                            rho2=rho2, size=size, n_small=len(small), n_large=len(large),
+                            seed=seed, notes=notes, seconds=time.perf_counter() - began)
+        if output_dir is None:
+            return result
+        step(f"writing {output_dir}")
+        return replace(result, files=_save(result, Path(output_dir), overwrite=overwrite))
+
+
+def _save(result: DemoResult, directory: Path, *, overwrite: bool) -> tuple[Path, ...]:
+    """Write `FILES` into a staging directory and commit it as ``directory``
+    (`ppdp.storage`): every file appears at once, or none."""
+    from ppdp.evaluate.experiments import splu_result
+    from ppdp.evaluate.report import write_report
+
+    with staged_directory(directory) as staging:
+        written = [result.to_csv(staging / FILES[0]), result.to_json(staging / FILES[1]),
+                   plot_errors(result, staging / FILES[2]),
+                   *write_report([splu_result([result])], staging)]
+        # Checked again under the commit's lock: the directory may have changed meanwhile.
+        commit_directory(staging, directory, overwrite=True,
+                         replaceable=lambda target: _check_output(target, overwrite=overwrite))
+    return tuple(directory / path.name for path in written)
+
+
+def _check_output(directory: Path, *, overwrite: bool) -> None:
+    """Raise unless ``directory`` may take the demo's output: absent, an empty directory, or,
+    with ``overwrite``, a directory holding nothing but `FILES` (an earlier run's), so that
+    nothing else is ever replaced."""
+    if not os.path.lexists(directory):
+        return
+    if directory.is_symlink() or not directory.is_dir():
+        kind = "a symbolic link" if directory.is_symlink() else "a file"
+        raise FileExistsError(f"{directory} is {kind}, not a directory; choose another output "
+                              f"directory")
+    entries = sorted(path.name for path in directory.iterdir())
+    if not entries:
+        return
+    if not overwrite:
+        raise FileExistsError(f"{directory} already exists and is not empty; choose another "
+                              f"directory or pass overwrite=True (CLI: --overwrite)")
+    others = [name for name in entries if name not in FILES]
+    if others:
+        shown = ", ".join(others[:5]) + (" ..." if len(others) > 5 else "")
+        raise FileExistsError(f"{directory} holds files that are not the demo's ({shown}); "
+                              f"overwrite would delete them, so it is refused; move them or "
+                              f"choose another output directory")
 
 
 def plot_errors(result: DemoResult, path: str | os.PathLike[str]) -> Path:
