@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import csv
+import importlib.metadata
 import json
 import shlex
+import typing
 from pathlib import Path
 
 import pytest
+import typer.main
 from typer.testing import CliRunner
 
 import ppdp
@@ -485,3 +488,33 @@ def test_compare_refuses_a_folder_that_holds_files_unless_overwrite(tmp_path):
 def test_compare_bad_input_is_one_line(args, match, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     fails("compare", "adult", "-s", "occupation", *args, match=match)
+
+
+def test_version() -> None:
+    assert ok("--version") == f"ppdp {importlib.metadata.version('ppdp')}\n"
+
+
+def test_every_boolean_option_is_a_plain_flag() -> None:
+    """Each command's boolean options are flags, shown without a value type, and a flag
+    given a value gets one line that says how to write it."""
+    commands = typer.main.get_command(app).commands
+    booleans = {}
+    for info in app.registered_commands:
+        hints = typing.get_type_hints(info.callback)
+        command = commands[info.callback.__name__]
+        options = {param.name: param for param in command.params}
+        # Every option declared bool is a flag: none takes a value.
+        assert all(options[name].is_flag for name, hint in hints.items() if hint is bool)
+        booleans[command.name] = [options[name].opts[0] for name, hint in hints.items()
+                                  if hint is bool]
+    assert booleans["publish"] == ["--drop-missing", "--overwrite", "--observed-domains"]
+    assert booleans["demo"] == ["--overwrite"] and "--json" in booleans["count"]
+    for name in commands:
+        text = ok(name, "--help")
+        assert "<bool>" not in text, name
+        for flag in booleans[name]:
+            assert flag in text
+    assert "<bool>" not in ok("--help")
+    fails("publish", "adult", "-m", "dbr", "-s", "occupation", "-o", "x", "--drop-missing",
+          "true", match="--drop-missing is a flag and takes no value: write --drop-missing")
+    fails("count", "adult", "sex = 'Male'", "--json", "False", match="--json is a flag")

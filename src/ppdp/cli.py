@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import json
 import math
 import os
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+import typer.core
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table as RichTable
@@ -40,7 +42,47 @@ STREAMING_FILE_BYTES = 512 << 20
 """Files at least this large are published by the streaming engine under --engine auto."""
 _HANDLED = (PpdpError, ValueError, OSError)
 
+class _Group(typer.core.TyperGroup):
+    """The ppdp commands, with their flags shown as flags (no ``<bool>`` value type) and a
+    flag given a value (``--drop-missing true``) answered with how to write it."""
+
+    # click's types: typer vendors click in some versions and depends on it in others.
+    def get_params(self, ctx: typer.Context) -> list[Any]:
+        return _plain_flags(super().get_params(ctx))
+
+    def resolve_command(self, ctx: typer.Context, args: list[str]
+                        ) -> tuple[str | None, Any, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None:
+            _refuse_flag_values(_plain_flags(command.get_params(ctx)), rest)
+        return name, command, rest
+
+
+def _plain_flags(params: list[Any]) -> list[Any]:
+    """The parameters, flags given an empty metavar: typer's help would show ``<bool>``, as
+    if a flag took a value."""
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+def _refuse_flag_values(params: list[Any], args: Sequence[str]) -> None:
+    """One error line for ``--flag true`` or ``--flag false``, which the parser would reject
+    as an unexpected argument (an argument that names an existing file is left to it)."""
+    flags = {name for param in params if getattr(param, "is_flag", False)
+             for name in param.opts}
+    for option, value in itertools.pairwise(args):
+        if option == "--":
+            return
+        if option in flags and value.lower() in ("true", "false") \
+                and not os.path.lexists(value):
+            _fail(f"{option} is a flag and takes no value: write {option} to turn it on, or "
+                  f"leave it out for off (got '{option} {value}')")
+
+
 app = typer.Typer(
+    cls=_Group,
     name="ppdp",
     help="Privacy-preserving publishing of microdata (SPLU-Gen, small domain randomization, "
          "alpha-beta, FRAPP, ambiguity, Mondrian, Anatomy, DBR, Laplace counts), estimation of "
@@ -54,6 +96,27 @@ F = TypeVar("F", bound=Callable[..., Any])
 def main() -> None:
     """Entry point of the ``ppdp`` command."""
     app(prog_name="ppdp")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("ppdp")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            from ppdp import __version__ as number
+        typer.echo(f"ppdp {number}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    show_version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_print_version,
+        help="print the version of ppdp and exit")] = False,
+) -> None:
+    """Options that come before the command."""
 
 
 # -- helpers -----------------------------------------------------------------------------------
