@@ -518,3 +518,34 @@ def test_every_boolean_option_is_a_plain_flag() -> None:
     fails("publish", "adult", "-m", "dbr", "-s", "occupation", "-o", "x", "--drop-missing",
           "true", match="--drop-missing is a flag and takes no value: write --drop-missing")
     fails("count", "adult", "sex = 'Male'", "--json", "False", match="--json is a flag")
+
+
+def test_encoding_of_a_latin_1_csv(tmp_path: Path) -> None:
+    """A Latin-1 CSV is refused with a line naming the encoding tried and --encoding, and read
+    with --encoding by every command that reads a source (publish in memory and streaming,
+    count, guarantee, risk)."""
+    path = tmp_path / "pacientes.csv"
+    cities = ["Málaga", "Cádiz", "León", "Ávila"]
+    illnesses = ["gripe", "asma", "otitis", "anemia"]
+    rows = [f"{20 + i % 9};{cities[i % 4]};{illnesses[i // 12]}" for i in range(48)]
+    path.write_bytes(("edad;ciudad;enfermedad\n" + "\n".join(rows) + "\n").encode("latin-1"))
+    common = ["-m", "anatomy", "-s", "enfermedad", "-p", "l=2", OBSERVED, "--seed", "1"]
+    fails("publish", path, *common, "-o", tmp_path / "refused",
+          match="is not utf-8 text; give its encoding with encoding=\"...\" (CLI: --encoding")
+    assert not (tmp_path / "refused").exists()
+    for engine in ("memory", "streaming"):
+        out = tmp_path / engine
+        ok("publish", path, *common, "--encoding", "latin-1", "--engine", engine, "-o", out)
+        answer = json.loads(ok("count", out, "ciudad = 'Málaga'", "--json"))
+        assert answer["estimate"] == 12
+    assert json.loads(ok("count", path, "ciudad = 'Ávila'", "--encoding", "latin-1",
+                         "--json"))["estimate"] == 12
+    fails("count", path, "ciudad = 'Ávila'", "--encoding", "ascii", match="not ascii text")
+    sdr = json.loads(ok("guarantee", "sdr", path, "-s", "enfermedad", "-p", "rho1=0.3", "-p",
+                        "rho2=0.6", "--encoding", "latin-1", "--json"))
+    assert sum(part["rows"] for part in sdr["subtable_details"]) == 48
+    ambiguity = tmp_path / "amb"
+    ok("publish", path, "-m", "ambiguity", "-s", "enfermedad", "-p", "alpha=0.5", "-p",
+       "beta=0.5", OBSERVED, "--encoding", "cp1252", "-o", ambiguity, "--seed", "1")
+    risk = json.loads(ok("risk", ambiguity, path, "--encoding", "latin-1", "--json"))
+    assert risk["source_rows"] == 48 and risk["uncovered_rows"] == 0

@@ -13,6 +13,7 @@ import pytest
 
 from ppdp.errors import MissingValuesError, SchemaError
 from ppdp.io import read_table
+from ppdp.scan import scan_table
 from ppdp.table import Role
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
@@ -512,8 +513,48 @@ def test_quoted_line_breaks_across_blocks(tmp_path: Path) -> None:
 def test_invalid_utf8_message(tmp_path: Path) -> None:
     path = tmp_path / "latin1.csv"
     path.write_bytes("name\ncaf\xe9\n".encode("latin-1"))
-    with pytest.raises(SchemaError, match=r"latin1\.csv is not UTF-8 text; convert it to UTF-8"):
+    message = (r"latin1\.csv is not utf-8 text; give its encoding with encoding=\"\.\.\.\" "
+               r"\(CLI: --encoding ENCODING\), for example latin-1")
+    with pytest.raises(SchemaError, match=message):
         read_table(path)
+    with pytest.raises(SchemaError, match=message):
+        scan_table(path)
+
+
+LATIN_1 = "año;ciudad;enfermedad\n1990;Málaga;gripe\n1985;Cádiz;asma\n1990;Málaga;asma\n"
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "ISO-8859-1", "cp1252"])
+def test_a_latin_1_csv_with_its_encoding(tmp_path: Path, encoding: str) -> None:
+    """The header and the cells are decoded (the separator sniffed on the decoded text), in
+    memory and batch by batch alike."""
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(LATIN_1.encode("latin-1"))
+    table = read_table(path, encoding=encoding, sensitive="enfermedad")
+    assert table.schema.names == ("año", "ciudad", "enfermedad")
+    assert table.values("ciudad").tolist() == ["Málaga", "Cádiz", "Málaga"]
+    assert table.count("ciudad = 'Málaga' AND año = 1990").value == 2
+    scanned = scan_table(path, encoding=encoding, sensitive="enfermedad")
+    assert scanned.schema == table.schema
+    # The same text in UTF-8 (the default) gives the same table.
+    utf8 = tmp_path / "utf8.csv"
+    utf8.write_text(LATIN_1, encoding="utf-8")
+    assert read_table(utf8, sensitive="enfermedad").schema == table.schema
+
+
+def test_the_encoding_tried_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(LATIN_1.encode("latin-1"))
+    with pytest.raises(SchemaError, match=r"not ascii text \(byte 0xf1\); .*--encoding"):
+        read_table(path, encoding="ascii")
+    undefined = tmp_path / "undefined.csv"
+    undefined.write_bytes(b"a\n\x81\n")  # 0x81 has no character in cp1252
+    with pytest.raises(SchemaError, match=r"not cp1252 text \(byte 0x81\)"):
+        read_table(undefined, encoding="cp1252")
+    with pytest.raises(ValueError, match="unknown text encoding 'klingon'"):
+        read_table(path, encoding="klingon")
+    with pytest.raises(ValueError, match="'base64' is not a text encoding"):
+        scan_table(path, encoding="base64")
 
 
 def test_bad_separator_argument(tmp_path: Path) -> None:

@@ -163,7 +163,8 @@ def _parse_params(items: Sequence[str] | None) -> dict[str, str]:
 def _load_source(source: str, *, sensitive: str | None = None, qi: str | None = None,
                  drop_missing: bool = False, sep: str | None = None,
                  domains: Mapping[str, Any] | None = None,
-                 observed_domains: bool = False, non_numeric: str = "error") -> Table:
+                 observed_domains: bool = False, non_numeric: str = "error",
+                 encoding: str = "utf-8") -> Table:
     """A CSV/Parquet file, or a bundled dataset by name when no such file exists, with
     ``domains`` declared (and, with ``observed_domains``, the other values present)."""
     from ppdp import datasets
@@ -173,7 +174,7 @@ def _load_source(source: str, *, sensitive: str | None = None, qi: str | None = 
     if path.exists():
         table = read_table(path, sensitive=sensitive, quasi_identifiers=qi, sep=sep,
                            missing="drop" if drop_missing else "error", domains=domains,
-                           non_numeric=non_numeric)
+                           non_numeric=non_numeric, encoding=encoding)
     elif source.strip().lower() in datasets.NAMES:
         table = datasets.load(source, sensitive=sensitive, quasi_identifiers=qi)
         if domains:
@@ -226,6 +227,10 @@ NonNumeric = Annotated[str, typer.Option(
                           "'missing' (those cells become missing values) or 'text' (read the "
                           "column as text)")]
 
+Encoding = Annotated[str, typer.Option(
+    "--encoding", help="text encoding of a CSV file (a Python codec name such as utf-8, "
+                       "latin-1 or cp1252)")]
+
 _SEED_HELP = ("random seed, for reproducible experiments and tests only: a release meant for the "
               "public must be made without one (the default draws from OS entropy)")
 
@@ -253,6 +258,7 @@ def publish(
     sep: Annotated[str | None, typer.Option(
         "--sep", help="CSV field separator (default: detected)")] = None,
     non_numeric: NonNumeric = "error",
+    encoding: Encoding = "utf-8",
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace an existing release directory (only a directory that "
                             "holds a ppdp release and nothing else)")] = False,
@@ -336,14 +342,14 @@ def publish(
         _publish_streaming(instance, source, output, sensitive=sensitive, qi=qi,
                            drop_missing=drop_missing, sep=sep, domains=declared,
                            observed_domains=observed_domains, non_numeric=non_numeric,
-                           seed=seed, overwrite=overwrite, batch_rows=batch_rows,
-                           state_dir=state_dir)
+                           encoding=encoding, seed=seed, overwrite=overwrite,
+                           batch_rows=batch_rows, state_dir=state_dir)
         return
     # A transient status line on stderr: reading, publishing and writing 10^7 rows take seconds.
     with Console(stderr=True).status(f"reading {source}") as status:
         table = _load_source(source, sensitive=sensitive, qi=qi, drop_missing=drop_missing,
                              sep=sep, domains=declared, observed_domains=observed_domains,
-                             non_numeric=non_numeric)
+                             non_numeric=non_numeric, encoding=encoding)
         status.update(f"publishing {table.n_rows:,} rows with {mechanism_class.name}")
         views = None
         if isinstance(instance, AlphaBeta):
@@ -389,7 +395,7 @@ def _publish_streaming(mechanism: Mechanism, source: str, output: Path, *, seed:
                        overwrite: bool, batch_rows: int, sensitive: str | None,
                        qi: str | None, drop_missing: bool, sep: str | None,
                        domains: Mapping[str, Any], observed_domains: bool,
-                       non_numeric: str, state_dir: Path | None) -> None:
+                       non_numeric: str, encoding: str, state_dir: Path | None) -> None:
     """Publish a file batch by batch, with a progress bar on stderr, and summarise it."""
     from rich.progress import (
         BarColumn,
@@ -409,7 +415,7 @@ def _publish_streaming(mechanism: Mechanism, source: str, output: Path, *, seed:
         table = scan_table(source, sensitive=sensitive, quasi_identifiers=qi, sep=sep,
                            missing="drop" if drop_missing else "error", domains=domains,
                            observed_domains=observed_domains, non_numeric=non_numeric,
-                           batch_rows=batch_rows)
+                           encoding=encoding, batch_rows=batch_rows)
         tasks: dict[str, Any] = {}
 
         def progress(stage: str, done: int, total: int) -> None:
@@ -539,6 +545,7 @@ def count(
     sep: Annotated[str | None, typer.Option(
         "--sep", help="CSV field separator (default: detected)")] = None,
     non_numeric: NonNumeric = "error",
+    encoding: Encoding = "utf-8",
     estimator: Annotated[str | None, typer.Option(
         "--estimator", help="on a SPLU-Gen release: 'layout' (default, the value-level model) "
                             "or 'paper' (Section 5's two-state reconstruction)")] = None,
@@ -607,12 +614,12 @@ def count(
 
             data = scan_table(source, sensitive=sensitive, sep=sep, non_numeric=non_numeric,
                               missing="drop" if drop_missing else "error",
-                              batch_rows=batch_rows)
+                              encoding=encoding, batch_rows=batch_rows)
             answer = instance.publish(data, random_state=seed, batch_rows=batch_rows
                                       ).count(query)
         else:
             table = _load_source(source, sensitive=sensitive, drop_missing=drop_missing,
-                                 sep=sep, non_numeric=non_numeric)
+                                 sep=sep, non_numeric=non_numeric, encoding=encoding)
             answer = table.count(query) if mechanism is None else \
                 instance.publish(table, random_state=seed).count(query)
     if json_output:
@@ -659,6 +666,7 @@ def guarantee(
         "--param", "-p", help="parameter key=value (repeatable)")] = None,
     sensitive: Annotated[str | None, typer.Option(
         "--sensitive", "-s", help="sensitive column(s) of SOURCE")] = None,
+    encoding: Encoding = "utf-8",
     json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Show the privacy (and utility) guarantee of a mechanism.
@@ -694,7 +702,7 @@ def guarantee(
         if not mechanism_class.guarantee_uses_table:
             raise ValueError(f"the guarantee of {mechanism_class.name} does not depend on the "
                              f"data; leave out {source!r}")
-        table = _load_source(source, sensitive=sensitive)
+        table = _load_source(source, sensitive=sensitive, encoding=encoding)
         clash = sorted({"m", "n"} & set(options))
         if clash:
             raise ValueError(f"-p {clash[0]} comes from the table when SOURCE is given; leave "
@@ -788,6 +796,7 @@ def risk(
     sep: Annotated[str | None, typer.Option(
         "--sep", help="CSV field separator of SOURCE (default: detected)")] = None,
     non_numeric: NonNumeric = "error",
+    encoding: Encoding = "utf-8",
     json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Measure what a release discloses.
@@ -818,7 +827,7 @@ def risk(
             raise ValueError("SOURCE (and --per-tuple) apply to ambiguity releases, and "
                              "--per-tuple needs SOURCE")
         table = _load_source(source, drop_missing=drop_missing, sep=sep,
-                             non_numeric=non_numeric)
+                             non_numeric=non_numeric, encoding=encoding)
         rows = tuple_risk(release, table)  # type: ignore[arg-type]
         presence = rows.column("presence").to_numpy()
         presence_any = rows.column("presence_any").to_numpy()

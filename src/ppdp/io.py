@@ -4,7 +4,8 @@ Every source goes through the same steps: keep the requested columns, strip whit
 strings, turn the missing-value tokens (and NaN) into nulls, refuse or drop rows with missing
 values, then dictionary-encode each column with `ppdp.table.table_from_arrow`.
 
-CSV files must be UTF-8 text; their fields are read as text. Text columns, meaning every CSV
+CSV files are UTF-8 text unless ``encoding`` names another (``"latin-1"``, ``"cp1252"``, any
+Python codec); their fields are read as text. Text columns, meaning every CSV
 column and the plain text (``str``, ``object``, Arrow ``string``) columns of DataFrames and
 Arrow tables, are typed by their non-missing cells (after stripping and the missing-value
 tokens):
@@ -38,6 +39,7 @@ names must be distinct whatever the source.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import logging
@@ -110,8 +112,12 @@ def read_table(
     domains: Mapping[str, Any] | str | os.PathLike[str] | None = None,
     observed_domains: bool = False,
     non_numeric: str = "error",
+    encoding: str = "utf-8",
 ) -> Table:
     """Read a CSV or Parquet file, a pandas or polars DataFrame, or an Arrow table into a Table.
+
+    ``encoding`` is a CSV file's text encoding (a Python codec name); a file that does not
+    decode is an error that names it.
 
     ``domains`` declares public domains (`ppdp.declared_domains`): a mapping of column to
     values, ``{"min": a, "max": b}`` or an ordered text domain (`ppdp.table.Ordered`,
@@ -126,6 +132,7 @@ def read_table(
         raise ValueError(f"non_numeric must be 'error', 'missing' or 'text', not {non_numeric!r}")
     if isinstance(skip_rows, bool) or not isinstance(skip_rows, int) or skip_rows < 0:
         raise ValueError(f"skip_rows must be zero or more, not {skip_rows!r}")
+    check_encoding(encoding)
     na = sorted({str(v) for v in (na_values or ())})
     domains = resolve_domains(domains)
     keep = _keep(columns)
@@ -148,7 +155,7 @@ def read_table(
             typed = True
         else:
             data = _read_csv(path, keep, sep=sep, header=header, names=names,
-                             skip_rows=skip_rows)
+                             skip_rows=skip_rows, encoding=encoding)
             typed = False
     else:
         data = _arrow_from_object(source)
@@ -287,7 +294,7 @@ def _read_parquet(path: Path, keep: list[str] | None) -> pa.Table:
                           f"{_reason(exc)}") from exc
 
 
-def _read_sample(path: Path, skip_rows: int) -> str:
+def _read_sample(path: Path, skip_rows: int, encoding: str) -> str:
     """The first whole lines of a file as text: at least the skipped lines and the first row."""
     chunks: list[bytes] = []
     size = breaks = 0
@@ -304,7 +311,9 @@ def _read_sample(path: Path, skip_rows: int) -> str:
                 raise SchemaError(f"cannot read CSV file {path}: its first {skip_rows + 1} "
                                   f"line(s) run past {_MAX_SAMPLE_BYTES // 2**20} MB; is it "
                                   "a CSV file?")
-    text = b"".join(chunks).decode("utf-8-sig", errors="replace")
+    # Undecodable bytes are left to the reader, whose error names the encoding.
+    text = b"".join(chunks).decode("utf-8-sig" if _is_utf8(encoding) else encoding,
+                                   errors="replace")
     if not at_end:
         # Drop the last, possibly partial, line (and any character cut in half with it).
         text = text[: max(text.rfind("\n"), text.rfind("\r")) + 1]
@@ -345,14 +354,56 @@ def _first_record(path: Path, lines: list[str], sep: str) -> list[str] | None:
     return None
 
 
+def _is_utf8(encoding: str) -> bool:
+    return codecs.lookup(encoding).name == "utf-8"
+
+
+def check_encoding(encoding: str) -> str:
+    """``encoding`` if Python knows it as a text encoding, else a ValueError."""
+    try:
+        info = codecs.lookup(encoding)
+    except (LookupError, TypeError):
+        raise ValueError(f"unknown text encoding {encoding!r}; give a Python codec name such "
+                         f"as utf-8, latin-1 or cp1252") from None
+    if not getattr(info, "_is_text_encoding", True):
+        raise ValueError(f"{encoding!r} is not a text encoding; give one such as utf-8, latin-1 "
+                         f"or cp1252")
+    return encoding
+
+
+def decoding_error(path: Path, encoding: str, exc: BaseException) -> SchemaError | None:
+    """The error for a CSV file that does not decode as ``encoding``, naming the option that
+    sets it; None if ``exc`` is another failure."""
+    if isinstance(exc, UnicodeDecodeError):
+        where = f" (byte 0x{exc.object[exc.start]:02x})"
+    elif "invalid UTF8" in str(exc) or "Invalid UTF8" in str(exc):
+        where = ""
+    else:
+        return None
+    return SchemaError(f"CSV file {path} is not {encoding} text{where}; give its encoding with "
+                       f"encoding=\"...\" (CLI: --encoding ENCODING), for example latin-1 or "
+                       f"cp1252, or convert it to UTF-8")
+
+
 @dataclass(frozen=True)
 class CsvLayout:
-    """How a CSV file is laid out: separator, lines skipped, header, field names."""
+    """How a CSV file is laid out: separator, lines skipped, header, field names, encoding."""
 
     sep: str
     skip_rows: int
     header: bool
     field_names: list[str]
+    encoding: str = "utf-8"
+
+    def read_options(self, **options: Any) -> Any:
+        """Arrow's read options for the file: lines skipped, field names, encoding."""
+        import pyarrow.csv as pacsv
+
+        # Arrow decodes UTF-8 itself (and skips its byte-order mark); any other encoding is
+        # transcoded through Python's codec.
+        return pacsv.ReadOptions(skip_rows=self.skip_rows, column_names=self.field_names,
+                                 encoding="utf8" if _is_utf8(self.encoding) else self.encoding,
+                                 **options)
 
     @property
     def parse_options(self) -> Any:
@@ -371,8 +422,10 @@ class CsvLayout:
 
 
 def csv_layout(path: Path, keep: list[str] | None, *, sep: str | None, header: bool,
-               names: Sequence[str] | None, skip_rows: int) -> CsvLayout:
+               names: Sequence[str] | None, skip_rows: int, encoding: str = "utf-8"
+               ) -> CsvLayout:
     """Sniff and check a CSV file's layout from its first lines."""
+    check_encoding(encoding)
     if not header and names is None:
         raise SchemaError(f"{path}: header=False needs the column names (names=[...])")
     if sep is not None and (len(sep) != 1 or sep in '"\r\n'):
@@ -381,7 +434,7 @@ def csv_layout(path: Path, keep: list[str] | None, *, sep: str | None, header: b
     if isinstance(skip_rows, bool) or not isinstance(skip_rows, int) or skip_rows < 0:
         raise ValueError(f"skip_rows must be zero or more, not {skip_rows!r}")
     try:
-        sample = _read_sample(path, skip_rows)
+        sample = _read_sample(path, skip_rows, encoding)
     except (pa.ArrowException, OSError) as exc:
         raise SchemaError(f"cannot read CSV file {path}: {_reason(exc)}") from exc
     # Lines end at \n, \r or \r\n only, as for Arrow's skip_rows (str.splitlines also splits
@@ -410,12 +463,13 @@ def csv_layout(path: Path, keep: list[str] | None, *, sep: str | None, header: b
         _check_distinct(field_names, "names=[...] has", "give each column its own name")
     if keep is not None:
         _check_columns(keep, field_names)
-    return CsvLayout(sep, skip_rows, header, field_names)
+    return CsvLayout(sep, skip_rows, header, field_names, encoding)
 
 
 def _read_csv(path: Path, keep: list[str] | None, *, sep: str | None, header: bool,
-              names: Sequence[str] | None, skip_rows: int) -> pa.Table:
-    layout = csv_layout(path, keep, sep=sep, header=header, names=names, skip_rows=skip_rows)
+              names: Sequence[str] | None, skip_rows: int, encoding: str) -> pa.Table:
+    layout = csv_layout(path, keep, sep=sep, header=header, names=names, skip_rows=skip_rows,
+                        encoding=encoding)
     data = _parse_csv(path, layout, keep)
     # The header is read as a row and dropped here rather than skipped by Arrow, which cannot
     # skip a last line without a line end (a file holding only a header).
@@ -428,22 +482,20 @@ def _parse_csv(path: Path, layout: CsvLayout, keep: list[str] | None) -> pa.Tabl
 
     block_size = None
     while True:
-        read_options = pacsv.ReadOptions(skip_rows=layout.skip_rows,
-                                         column_names=layout.field_names,
-                                         **({"block_size": block_size} if block_size else {}))
+        read_options = layout.read_options(**({"block_size": block_size} if block_size else {}))
         try:
             return pacsv.read_csv(path, read_options=read_options,
                                   parse_options=layout.parse_options,
                                   convert_options=layout.convert_options(keep))
-        except (pa.ArrowException, OSError) as exc:
+        except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
             reason = _reason(exc)
             # A row longer than Arrow's block (1 MB by default): read the file as one block.
             if block_size is None and ("block" in reason or "straddl" in reason):
                 block_size = min(max(path.stat().st_size + 1, 1 << 20), 2**31 - 1)
                 continue
-            if "invalid UTF8" in reason or "Invalid UTF8" in reason:
-                raise SchemaError(f"CSV file {path} is not UTF-8 text; convert it to UTF-8 "
-                                  "(for example with iconv -f latin1 -t utf-8)") from exc
+            undecodable = decoding_error(path, layout.encoding, exc)
+            if undecodable is not None:
+                raise undecodable from exc
             raise SchemaError(f"cannot read CSV file {path} (separator {layout.sep!r}): "
                               f"{reason}") from exc
 

@@ -43,7 +43,9 @@ from ppdp.io import (
     _missing_message,
     _reason,
     apply_text_rule,
+    check_encoding,
     csv_layout,
+    decoding_error,
     text_rule,
 )
 from ppdp.sources import DEFAULT_BATCH_ROWS, Batch, read_ahead
@@ -68,6 +70,7 @@ def scan_table(
     observed_domains: bool = False,
     non_numeric: str = "error",
     batch_rows: int = DEFAULT_BATCH_ROWS,
+    encoding: str = "utf-8",
 ) -> ScanSource:
     """Open a CSV or Parquet file (or a polars LazyFrame) as a Source read in batches.
 
@@ -78,8 +81,9 @@ def scan_table(
         raise ValueError(f"missing must be 'error' or 'drop', not {missing!r}")
     if non_numeric not in _NON_NUMERIC_CHOICES:
         raise ValueError(f"non_numeric must be 'error', 'missing' or 'text', not {non_numeric!r}")
+    check_encoding(encoding)
     reader = _reader(source, _keep(columns), sep=sep, header=header, names=names,
-                     skip_rows=skip_rows)
+                     skip_rows=skip_rows, encoding=encoding)
     return ScanSource(reader, na=sorted({str(v) for v in (na_values or ())}), missing=missing,
                       domains=resolve_domains(domains), non_numeric=non_numeric,
                       sensitive=sensitive, quasi_identifiers=quasi_identifiers,
@@ -131,18 +135,22 @@ class _CsvReader(_Reader):
         import pyarrow.csv as pacsv
 
         layout = self.layout
-        reader = pacsv.open_csv(
-            self.path,
-            read_options=pacsv.ReadOptions(skip_rows=layout.skip_rows,
-                                           column_names=layout.field_names,
-                                           block_size=max(1 << 20, batch_rows * 16)),
-            parse_options=layout.parse_options,
-            convert_options=layout.convert_options(list(columns)))
-        skip_header = layout.header
-        for block in reader:
-            if skip_header:
-                block, skip_header = block.slice(1), False
-            yield from _sliced(block, batch_rows)
+        try:
+            reader = pacsv.open_csv(
+                self.path, read_options=layout.read_options(block_size=max(1 << 20,
+                                                                            batch_rows * 16)),
+                parse_options=layout.parse_options,
+                convert_options=layout.convert_options(list(columns)))
+            skip_header = layout.header
+            for block in reader:
+                if skip_header:
+                    block, skip_header = block.slice(1), False
+                yield from _sliced(block, batch_rows)
+        except (pa.ArrowException, UnicodeDecodeError) as exc:
+            undecodable = decoding_error(self.path, layout.encoding, exc)
+            if undecodable is None:
+                raise
+            raise undecodable from exc
 
 
 class _LazyFrameReader(_Reader):
