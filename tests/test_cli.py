@@ -549,3 +549,40 @@ def test_encoding_of_a_latin_1_csv(tmp_path: Path) -> None:
        "beta=0.5", OBSERVED, "--encoding", "cp1252", "-o", ambiguity, "--seed", "1")
     risk = json.loads(ok("risk", ambiguity, path, "--encoding", "latin-1", "--json"))
     assert risk["source_rows"] == 48 and risk["uncovered_rows"] == 0
+
+
+def test_progress_is_shown_on_a_terminal_only(data_csv: Path, monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path: Path) -> None:
+    """Every command that can take long shows what it is doing on standard error when that is
+    a terminal (TTY_COMPATIBLE=1 tells rich it is), and nothing otherwise; standard output
+    stays as it is (--json parses either way). Progress is redrawn a few times a second, so
+    the text checked is the last one shown, which is drawn whatever the speed."""
+    monkeypatch.setenv("COLUMNS", "300")
+    amb = tmp_path / "amb"
+    ok("publish", data_csv, "-m", "ambiguity", "-s", "disease", "-p", "alpha=0.5", "-p",
+       "beta=0.5", OBSERVED, "-o", amb, "--seed", "1")
+    commands = [
+        (["count", "adult", "sex = 'Male'", "--json"], "counting on adult"),
+        (["guarantee", "sdr", "adult", "-s", "occupation", "-p", "rho1=0.077", "-p",
+          "rho2=0.2", "--json"], "reading adult and computing the guarantee"),
+        (["risk", amb, data_csv, "--json"], f"measuring the risk of {amb}"),
+        (["publish", "adult", "-m", "dbr", "-s", "occupation", "-o", tmp_path / "dbr"],
+         f"writing {tmp_path / 'dbr'}"),
+        (["evaluate", "splu_gamma", "--quick", "-o", tmp_path / "evaluation", "--seed", "1"],
+         f"writing the report to {tmp_path / 'evaluation'}"),
+        (["demo", "-o", tmp_path / "demo", "--size", "60", "--seed", "1"],
+         f"writing {tmp_path / 'demo'}"),
+    ]
+    for terminal in ("1", "0"):
+        monkeypatch.setenv("TTY_COMPATIBLE", terminal)
+        for args, shown in commands:
+            again = ["--overwrite"] if args[0] in ("demo", "publish") and terminal == "0" \
+                else []
+            result = invoke(*args, *again)
+            assert result.exit_code == 0, result.output
+            if terminal == "1":
+                assert shown in result.stderr, (args[0], result.stderr[-500:])
+            else:
+                assert result.stderr == "", (args[0], result.stderr)
+            if "--json" in args:
+                assert json.loads(result.stdout)

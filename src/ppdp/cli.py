@@ -323,6 +323,7 @@ def publish(
     from ppdp.hierarchy import read_hierarchies
     from ppdp.mechanisms import get_mechanism
     from ppdp.mechanisms.alphabeta import AlphaBeta
+    from ppdp.progress import status
     from ppdp.release import require_replaceable_release
 
     mechanism_class = get_mechanism(mechanism)
@@ -346,18 +347,18 @@ def publish(
                            batch_rows=batch_rows, state_dir=state_dir)
         return
     # A transient status line on stderr: reading, publishing and writing 10^7 rows take seconds.
-    with Console(stderr=True).status(f"reading {source}") as status:
+    with status(f"reading {source}") as shown:
         table = _load_source(source, sensitive=sensitive, qi=qi, drop_missing=drop_missing,
                              sep=sep, domains=declared, observed_domains=observed_domains,
                              non_numeric=non_numeric, encoding=encoding)
-        status.update(f"publishing {table.n_rows:,} rows with {mechanism_class.name}")
+        shown.update(f"publishing {table.n_rows:,} rows with {mechanism_class.name}")
         views = None
         if isinstance(instance, AlphaBeta):
             views, state, target = _publish_view(instance, table, output, state_dir,
                                                   overwrite=overwrite, seed=seed)
         else:
             release = instance.publish(table, random_state=seed)
-            status.update(f"writing {output}")
+            shown.update(f"writing {output}")
             target = release.save(output, overwrite=overwrite)
     _print_saved_summary(instance, table, target, seeded=seed is not None)
     if views is not None:
@@ -397,20 +398,14 @@ def _publish_streaming(mechanism: Mechanism, source: str, output: Path, *, seed:
                        domains: Mapping[str, Any], observed_domains: bool,
                        non_numeric: str, encoding: str, state_dir: Path | None) -> None:
     """Publish a file batch by batch, with a progress bar on stderr, and summarise it."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 
     from ppdp.mechanisms.alphabeta import AlphaBeta
+    from ppdp.progress import progress_bar
     from ppdp.scan import scan_table
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeRemainingColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
+    with progress_bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeRemainingColumn()) as bar:
         task = bar.add_task(f"reading the domains of {source}", total=None)
         table = scan_table(source, sensitive=sensitive, quasi_identifiers=qi, sep=sep,
                            missing="drop" if drop_missing else "error", domains=domains,
@@ -570,7 +565,25 @@ def count(
       ppdp count adult "SELECT COUNT(*) FROM t WHERE age < 30 GROUP BY sex"
       ppdp count adult "occupation = 'Sales'" -m laplace -p epsilon=0.7
     """
+    from ppdp.progress import status
+
     _check_engine(engine)
+    with status(f"counting on {source}"):
+        answer = _count(source, query, mechanism=mechanism, param=param, seed=seed,
+                        sensitive=sensitive, drop_missing=drop_missing, sep=sep,
+                        non_numeric=non_numeric, encoding=encoding, estimator=estimator,
+                        engine=engine, batch_rows=batch_rows)
+    if json_output:
+        _echo_json(answer.to_dict())
+    else:
+        _print_answer(answer)
+
+
+def _count(source: str, query: str, *, mechanism: str | None, param: Sequence[str] | None,
+           seed: int | None, sensitive: str | None, drop_missing: bool, sep: str | None,
+           non_numeric: str, encoding: str, estimator: str | None, engine: str,
+           batch_rows: int) -> Estimate | GroupedEstimate:
+    """The answer of `count`: estimated from a release, or exact (or noisy) on data."""
     path = Path(source)
     if path.is_dir():
         if mechanism is not None or param or seed is not None:
@@ -622,10 +635,7 @@ def count(
                                  sep=sep, non_numeric=non_numeric, encoding=encoding)
             answer = table.count(query) if mechanism is None else \
                 instance.publish(table, random_state=seed).count(query)
-    if json_output:
-        _echo_json(answer.to_dict())
-    else:
-        _print_answer(answer)
+    return answer
 
 
 def _print_answer(answer: Estimate | GroupedEstimate) -> None:
@@ -702,12 +712,15 @@ def guarantee(
         if not mechanism_class.guarantee_uses_table:
             raise ValueError(f"the guarantee of {mechanism_class.name} does not depend on the "
                              f"data; leave out {source!r}")
-        table = _load_source(source, sensitive=sensitive, encoding=encoding)
         clash = sorted({"m", "n"} & set(options))
         if clash:
             raise ValueError(f"-p {clash[0]} comes from the table when SOURCE is given; leave "
                              f"it out")
-        result = instance.guarantee(table, **options)  # type: ignore[call-arg]
+        from ppdp.progress import status
+
+        with status(f"reading {source} and computing the guarantee"):
+            table = _load_source(source, sensitive=sensitive, encoding=encoding)
+            result = instance.guarantee(table, **options)  # type: ignore[call-arg]
     else:
         if sensitive is not None:
             raise ValueError("--sensitive applies to a SOURCE table; none was given")
@@ -817,32 +830,34 @@ def risk(
       ppdp risk gen --json
     """
     from ppdp.io import write_table
+    from ppdp.progress import status
     from ppdp.release import load_release
     from ppdp.risk import release_risk, tuple_risk
 
-    release = load_release(release_dir)
-    data = release_risk(release)
-    if source is not None or per_tuple is not None:
-        if data["mechanism"] != "ambiguity" or source is None:
-            raise ValueError("SOURCE (and --per-tuple) apply to ambiguity releases, and "
-                             "--per-tuple needs SOURCE")
-        table = _load_source(source, drop_missing=drop_missing, sep=sep,
-                             non_numeric=non_numeric, encoding=encoding)
-        rows = tuple_risk(release, table)  # type: ignore[arg-type]
-        presence = rows.column("presence").to_numpy()
-        presence_any = rows.column("presence_any").to_numpy()
-        covering = rows.column("covering_groups").to_numpy()
-        data.update({
-            "source_rows": table.n_rows,
-            "uncovered_rows": int((covering == 0).sum()),
-            "covering_groups_mean": float(covering.mean()),
-            "tuple_presence_max": float(presence.max()),
-            "tuple_presence_any_mean": float(presence_any.mean()),
-            "tuple_presence_any_max": float(presence_any.max()),
-            "tuple_association_max": float(rows.column("association").to_numpy().max()),
-        })
-        if per_tuple is not None:
-            write_table(rows, per_tuple)
+    with status(f"measuring the risk of {release_dir}"):
+        release = load_release(release_dir)
+        data = release_risk(release)
+        if source is not None or per_tuple is not None:
+            if data["mechanism"] != "ambiguity" or source is None:
+                raise ValueError("SOURCE (and --per-tuple) apply to ambiguity releases, and "
+                                 "--per-tuple needs SOURCE")
+            table = _load_source(source, drop_missing=drop_missing, sep=sep,
+                                 non_numeric=non_numeric, encoding=encoding)
+            rows = tuple_risk(release, table)  # type: ignore[arg-type]
+            presence = rows.column("presence").to_numpy()
+            presence_any = rows.column("presence_any").to_numpy()
+            covering = rows.column("covering_groups").to_numpy()
+            data.update({
+                "source_rows": table.n_rows,
+                "uncovered_rows": int((covering == 0).sum()),
+                "covering_groups_mean": float(covering.mean()),
+                "tuple_presence_max": float(presence.max()),
+                "tuple_presence_any_mean": float(presence_any.mean()),
+                "tuple_presence_any_max": float(presence_any.max()),
+                "tuple_association_max": float(rows.column("association").to_numpy().max()),
+            })
+            if per_tuple is not None:
+                write_table(rows, per_tuple)
     if json_output:
         _echo_json(data)
         return
@@ -883,10 +898,9 @@ def evaluate(
       ppdp evaluate --all -o evaluation
       ppdp evaluate sdr ambiguity --quick -o quick-look
     """
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from ppdp.evaluate.experiments import EXPERIMENTS, run_experiment
     from ppdp.evaluate.report import write_report
+    from ppdp.progress import progress_bar
 
     chosen = list(EXPERIMENTS) if all_experiments else list(names or [])
     if not chosen:
@@ -897,8 +911,8 @@ def evaluate(
         raise ValueError(f"unknown experiment {unknown[0]!r}; experiments: "
                          f"{', '.join(EXPERIMENTS)}")
     results = []
-    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True) as progress:
+    # One step per experiment, each experiment's own steps as the description.
+    with progress_bar() as progress:
         overall = progress.add_task("experiments", total=len(chosen))
         for name in chosen:
             progress.update(overall, description=f"{name}: starting")
@@ -906,7 +920,8 @@ def evaluate(
                 name, quick=quick, random_state=seed, data=data,
                 progress=lambda message: progress.update(overall, description=message)))
             progress.advance(overall)
-    files = write_report(results, output)
+        progress.update(overall, description=f"writing the report to {output}")
+        files = write_report(results, output)
     console = _out()
     table = RichTable(title="paper says / we measured")
     table.add_column("experiment", no_wrap=True)

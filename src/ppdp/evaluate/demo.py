@@ -311,18 +311,9 @@ class _StepProgress:
     def __enter__(self) -> Callable[[str], None]:
         if not self.enabled:
             return lambda description: None
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
+        from ppdp.progress import progress_bar
 
-        self._progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                  MofNCompleteColumn(), TimeElapsedColumn(),
-                                  console=Console(stderr=True), transient=True)
+        self._progress = progress_bar()
         self._progress.start()
         task = self._progress.add_task("starting", total=self.total)
         started = [False]
