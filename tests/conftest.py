@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 import ppdp
 
-SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+SHARED_DATASETS = Path(os.environ.get("PPDP_TEST_DATASETS")
+                       or Path(__file__).resolve().parents[2] / "shared" / "datasets")
+"""FARS, MEPS and the raw UCI Adult files (README "Tests"): $PPDP_TEST_DATASETS, else
+``shared/datasets`` beside the repository."""
 
 
 @pytest.fixture(autouse=True)
@@ -33,9 +37,10 @@ def private_cache_dir(tmp_path_factory: pytest.TempPathFactory,
 
 @pytest.fixture(scope="session")
 def shared_datasets() -> Path:
-    """The ``shared/datasets`` folder beside the project (skips the test when it is absent)."""
+    """The shared datasets folder (skips the test when it is absent)."""
     if not SHARED_DATASETS.is_dir():
-        pytest.skip(f"shared datasets not found at {SHARED_DATASETS}")
+        pytest.skip(f"shared datasets not found at {SHARED_DATASETS} (set PPDP_TEST_DATASETS "
+                    f"to their folder)")
     return SHARED_DATASETS
 
 

@@ -15,8 +15,6 @@ import ppdp.datasets
 from ppdp.io import read_table
 from ppdp.table import Role
 
-ADULT_CSV = (Path(__file__).resolve().parents[2] / "shared" / "datasets" / "adult"
-             / "adult-arx-9attr.csv")
 # The sizes of the values present (the alpha-beta paper's domains, m = 648,023,040) and of the
 # UCI codebook's domains the bundled table declares (ages 17..90, 87 and 89 absent from the
 # rows; 8 workclasses, Never-worked absent).
@@ -52,11 +50,10 @@ def test_adult_shape_and_domains(observed: bool, sizes: dict[str, int], m: int) 
                                                           "workclass": {"Never-worked"}}
 
 
-def test_adult_matches_shared_csv() -> None:
-    if not ADULT_CSV.is_file():
-        pytest.skip(f"shared dataset not found at {ADULT_CSV}")
+def test_adult_matches_shared_csv(shared_datasets: Path) -> None:
+    adult_csv = shared_datasets / "adult" / "adult-arx-9attr.csv"
     bundled = ppdp.datasets.adult(observed_domains=True)
-    source = read_table(ADULT_CSV)
+    source = read_table(adult_csv)
     assert source.schema == bundled.schema
     assert not any(c.declared for c in source.schema.columns)
     for name in bundled.schema.names:
@@ -65,7 +62,7 @@ def test_adult_matches_shared_csv() -> None:
     # With the codebook's domains declared, the CSV gives the bundled table.
     codebook = ppdp.datasets.adult()
     with resources.as_file(resources.files("ppdp.datasets") / "adult.domains.json") as path:
-        declared = read_table(ADULT_CSV, domains=path)
+        declared = read_table(adult_csv, domains=path)
     assert declared.schema == codebook.schema
     assert all(c.declared for c in declared.schema.columns)
     for name in codebook.schema.names:

@@ -16,8 +16,6 @@ from ppdp.io import read_table
 from ppdp.scan import scan_table
 from ppdp.table import Role
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-ADULT_DIR = SHARED / "adult"
 UCI_NAMES = [
     "age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
     "occupation", "relationship", "race", "sex", "capital-gain", "capital-loss",
@@ -26,10 +24,9 @@ UCI_NAMES = [
 
 
 @pytest.fixture
-def adult_dir() -> Path:
-    if not ADULT_DIR.is_dir():
-        pytest.skip(f"shared datasets not found at {SHARED}")
-    return ADULT_DIR
+def adult_dir(shared_datasets: Path) -> Path:
+    """The raw UCI Adult files (adult.data, adult.test) of the shared datasets."""
+    return shared_datasets / "adult"
 
 
 def write(tmp_path: Path, text: str, name: str = "data.csv") -> Path:
