@@ -467,6 +467,30 @@ def test_readme_compare_examples_run_as_written(tmp_path, monkeypatch):
     assert not (tmp_path / "adult-compare" / "splu").exists()
 
 
+CHECKED_EXAMPLES = (
+    "ppdp publish adult -m mondrian -s occupation -p k=10 -p l=5 --hierarchies adult",
+    "ppdp risk adult-gen",
+    "ppdp demo -o demo-output --seed 1 --overwrite",
+    "ppdp --version",
+)
+"""Examples of "From the command line" that run as written on a fresh clone: the bundled
+hierarchies by name, the demo's --overwrite (the quick start made demo-output), --version."""
+
+
+def test_readme_command_line_examples_run_as_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    commands = [argv for argv in readme_commands("## From the command line", "ppdp ")
+                if " ".join(argv).startswith(CHECKED_EXAMPLES)]
+    # A renamed or removed example fails here: the list and the README change together.
+    assert [next(c for c in CHECKED_EXAMPLES if " ".join(argv).startswith(c))
+            for argv in commands] == list(CHECKED_EXAMPLES)
+    for argv in commands:
+        ok(*argv[1:])
+    assert json.loads((tmp_path / "adult-gen" / "release.json").read_text())["mechanism"] == (
+        "mondrian")
+    assert (tmp_path / "demo-output" / "report.html").is_file()
+
+
 def test_compare_refuses_a_folder_that_holds_files_unless_overwrite(tmp_path):
     folder = tmp_path / "report"
     folder.mkdir()

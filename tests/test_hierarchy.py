@@ -3,6 +3,7 @@ and the depth-first order in which every subtree's values have contiguous ranks.
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -213,6 +214,23 @@ def test_the_bundled_adult_hierarchies_by_name(tmp_path: Path,
     (tmp_path / "adult").mkdir()
     write(tmp_path / "adult", "adult_hierarchy_sex.csv", "Female;*\nMale;*\n")
     assert sorted(read_hierarchies("adult")) == ["sex"]
+
+
+def test_the_readme_hierarchy_examples_run_as_written(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's Python blocks that read the bundled hierarchies, run as one session (the
+    design notes' block uses the names of "From Python"), from README.md itself; the design
+    notes promise an association of at most 0.2 and no class above beta."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", readme, re.S | re.M)
+    session = [block for block in blocks if 'read_hierarchies("adult")' in block]
+    assert len(session) == 2 and session[0] == blocks[0]
+    monkeypatch.chdir(tmp_path)
+    names: dict[str, object] = {}
+    for number, block in enumerate(session):
+        exec(compile(block, f"README.md, python block {number}", "exec"), names)
+    risk = names["release"].risk(beta=0.2)  # type: ignore[attr-defined]
+    assert risk["association_max"] <= 0.2 and risk["association_over_beta_share"] == 0
 
 
 def test_the_bundled_hierarchies_are_the_arx_files(shared_datasets: Path) -> None:

@@ -972,13 +972,15 @@ def compare(
     qi: Annotated[str | None, typer.Option(
         "--qi", help="quasi-identifier columns, comma-separated (default: every "
                      "non-sensitive column)")] = None,
-    hierarchies: Annotated[Path | None, typer.Option(
-        "--hierarchies", help="folder of ARX hierarchy files for Mondrian")] = None,
+    hierarchies: Annotated[str | None, typer.Option(
+        "--hierarchies", help="folder of ARX hierarchy files for Mondrian, or 'adult' for the "
+                              "bundled Adult hierarchies")] = None,
     drop_missing: Annotated[bool, typer.Option(
         "--drop-missing", help="drop rows with missing values instead of failing")] = False,
     sep: Annotated[str | None, typer.Option(
         "--sep", help="CSV field separator (default: detected)")] = None,
     non_numeric: NonNumeric = "error",
+    encoding: Encoding = "utf-8",
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="write into a directory that holds files (report.html and "
                             "results.json are replaced, nothing else is touched)")] = False,
@@ -1000,12 +1002,13 @@ def compare(
       ppdp compare visits.csv -s disease --queries my-queries.sql --privacy beta=0.25 -o cmp
       ppdp compare adult -s occupation --privacy small-count:a=3,eps=0.3,tp=0.6 --advice-only
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
 
     from ppdp.evaluate.advice import advise, parse_privacy
     from ppdp.evaluate.compare import compare as run_compare
     from ppdp.evaluate.compare import read_queries
     from ppdp.evaluate.compare_report import publish_command
+    from ppdp.progress import progress_bar
 
     target = parse_privacy(privacy)
     if not advice_only:
@@ -1017,7 +1020,7 @@ def compare(
                                   f"choose another or pass --overwrite")
     asked = read_queries(queries) if queries is not None else None
     table = _load_source(source, sensitive=sensitive, qi=qi, drop_missing=drop_missing,
-                         sep=sep, non_numeric=non_numeric)
+                         sep=sep, non_numeric=non_numeric, encoding=encoding)
     generalizations = None
     if hierarchies is not None:
         from ppdp.hierarchy import read_hierarchies
@@ -1036,8 +1039,8 @@ def compare(
                                                     f"{bound.source}: {bound.note}"))
         console.print(listing)
         return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
+    with progress_bar(TextColumn("{task.description}"), BarColumn(),
+                      MofNCompleteColumn()) as bar:
         task = bar.add_task("compare", total=None)
         result = run_compare(table, privacy=target, queries=asked, runs=runs, quick=quick,
                              random_state=seed, hierarchies=generalizations,
