@@ -17,6 +17,7 @@ of them holds the tuple, ``1 - prod_g (1 - p_g)``, taking the groups as independ
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,8 @@ from ppdp.mechanisms.ambiguity import AmbiguityRelease
 from ppdp.release import Release
 from ppdp.table import Schema, Table
 
-__all__ = ["ambiguity_summary", "release_risk", "tuple_risk"]
+__all__ = ["ambiguity_incidence", "ambiguity_summary", "codes_in_release", "covering_groups",
+           "release_risk", "tuple_risk"]
 
 
 def release_risk(release: Release) -> dict[str, Any]:
@@ -78,22 +80,14 @@ def tuple_risk(release: AmbiguityRelease, source: Table) -> pa.Table:
     Rows with a value the release does not know are covered by no group (all zeros).
     """
     columns = [*release.quasi_identifiers, release.sensitive]
-    codes, known = _codes_in_release(source, release.schema, columns)
+    codes, known = codes_in_release(source, release.schema, columns)
     n_groups = release.n_groups
     # Distinct (quasi-identifiers, sensitive) combinations: each is evaluated once.
     combos = np.stack([codes[c] for c in columns], axis=1)
     distinct, inverse = np.unique(combos[known], axis=0, return_inverse=True)
-    covering: sp.csr_array | None = None
-    # Most distinct values first: their rows of the incidence are the sparsest.
-    for q in sorted(release.quasi_identifiers, key=lambda q: -release.schema[q].size):
-        groups, values = release.auxiliary[q]
-        incidence = sp.csr_array((np.ones(len(groups), dtype=np.int8), (values, groups)),
-                                 shape=(release.schema[q].size, n_groups))
-        rows = incidence[distinct[:, columns.index(q)]]
-        covering = rows if covering is None else covering.multiply(rows)
-    assert covering is not None
-    covering = sp.csr_array(covering)
-    covering.eliminate_zeros()
+    covering = covering_groups(
+        {q: distinct[:, columns.index(q)] for q in release.quasi_identifiers},
+        ambiguity_incidence(release))
     presence = release.presence()
     n_cover = np.diff(covering.indptr)
     group_of_entry = covering.indices
@@ -123,8 +117,37 @@ def tuple_risk(release: AmbiguityRelease, source: Table) -> pa.Table:
     })
 
 
-def _codes_in_release(source: Table, schema: Schema, columns: list[str]
-                      ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def ambiguity_incidence(release: AmbiguityRelease) -> dict[str, sp.csr_array]:
+    """For every quasi-identifier, which groups list each of its values in their auxiliary
+    table AT_i (values x groups, 1 where listed)."""
+    incidence = {}
+    for q in release.quasi_identifiers:
+        groups, values = release.auxiliary[q]
+        incidence[q] = sp.csr_array((np.ones(len(groups), dtype=np.int8), (values, groups)),
+                                    shape=(release.schema[q].size, release.n_groups))
+    return incidence
+
+
+def covering_groups(tuples: Mapping[str, np.ndarray],
+                    incidence: Mapping[str, sp.csr_array]) -> sp.csr_array:
+    """Which groups cover each tuple (tuples x groups, 1 where every value of the tuple is
+    listed by the group): the product of the rows of each attribute's incidence (values x
+    groups) at the tuple's values (Definition 5.1: a group covers a tuple when all its values
+    appear in the group's auxiliary tables)."""
+    covering: sp.csr_array | None = None
+    # Most distinct values first: their rows of the incidence are the sparsest.
+    for name in sorted(incidence, key=lambda name: -incidence[name].shape[0]):
+        rows = incidence[name][tuples[name]]
+        covering = rows if covering is None else covering.multiply(rows)
+    if covering is None:
+        raise ValueError("covering groups need at least one quasi-identifier")
+    covering = sp.csr_array(covering)
+    covering.eliminate_zeros()
+    return covering
+
+
+def codes_in_release(source: Table, schema: Schema, columns: Sequence[str]
+                     ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """The source's codes re-encoded against the release's domains, and which rows have only
     values the release knows."""
     known = np.ones(source.n_rows, dtype=bool)
