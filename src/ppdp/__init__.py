@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _HOMES = {
+    "attack": "ppdp.attack",
     "datasets": "ppdp.datasets",
     "InfeasibleError": "ppdp.errors",
     "MissingValuesError": "ppdp.errors",
@@ -78,6 +79,7 @@ __all__ = [
     "Table",
     "UniformPerturbation",
     "__version__",
+    "attack",
     "datasets",
     "get_mechanism",
     "load_release",
@@ -101,7 +103,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from ppdp import datasets
+    from ppdp import attack, datasets
     from ppdp.errors import (
         InfeasibleError,
         MissingValuesError,
