@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ppdp.attack.targets import Targets, joint_keys
+from ppdp.errors import PpdpError
 from ppdp.release import Release
 
 __all__ = [
@@ -160,7 +161,11 @@ def _naive_bayes(training: TrainingRows, targets: Mapping[str, np.ndarray],
                  quasi: Sequence[str], sizes: Mapping[str, int], n_values: int) -> np.ndarray:
     """scikit-learn's categorical naive Bayes (Laplace smoothing 1), trained on the rows and
     applied to the targets, over every value of the attribute."""
-    from sklearn.naive_bayes import CategoricalNB
+    try:
+        from sklearn.naive_bayes import CategoricalNB
+    except ImportError:
+        raise PpdpError("the inference attacks need scikit-learn: pip install "
+                        "'ppdp[attack]'") from None
 
     codes, values, weights = training
     n_targets = len(next(iter(targets.values()))) if targets else 0
