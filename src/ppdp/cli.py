@@ -916,7 +916,8 @@ def evaluate(
     says / we measured / verdict) and one CSV of raw results per
     experiment. Experiments: splu (SPLU-Gen Section 6), sdr (small domain
     randomization Section 6), alphabeta (alpha-beta Section 5), ambiguity
-    (ambiguity Section 8.3).
+    (ambiguity Section 8.3), attack (attack success against each
+    mechanism's privacy parameter on Adult, see ppdp attack).
 
     Examples:
 

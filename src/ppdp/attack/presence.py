@@ -115,7 +115,8 @@ def run(targets: Targets) -> list[AttackResult]:
     measured = float(_posterior(d, share_in, share_out))
     slope = d * (1 - d) * share_out / (d * share_in + (1 - d) * share_out) ** 2
     stderr = float(slope * np.sqrt(share_in * (1 - share_in) / n_once)) if n_once else np.nan
-    model_in, model_out = _copies_likelihoods(release, np.asarray([1]))
+    # The model's chance that t is in the view at all (one copy or more).
+    absent_in, absent_out = _copies_likelihoods(release, np.asarray([0]))
     row_tuple = np.searchsorted(tuples, table_keys)
     row_copies = copies_of_tuple[row_tuple]
     inside, outside = _copies_likelihoods(release, row_copies, ~fresh[row_tuple])
@@ -128,7 +129,7 @@ def run(targets: Targets) -> list[AttackResult]:
             NAME, "measured posterior that a tuple seen in the view is in the table, at prior d",
             measured, d, gamma, ADVERSARY, SOURCE, seconds,
             {"stderr": stderr, "rate_in_table": share_in, "rate_outside": share_out,
-             "model_posterior": float(_posterior(d, model_in[0], model_out[0])),
+             "model_posterior": float(_posterior(d, 1 - absent_in[0], 1 - absent_out[0])),
              "tuples_once": n_once, "view_rows": release.n_rows},
             risk, "the posterior that the individual is in the table"),
         AttackResult(

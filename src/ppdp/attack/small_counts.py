@@ -11,7 +11,8 @@ from the release in two ways: by the cell's published count (Theorem 2's estimat
 Theorem 4 models), and by the published counts of the cell's rows unmixed by the value-level
 transition of the decoy layout (``SpluRelease.value_model``: ``x = R^-T y``, unbiased but
 noisier on tiny cells). Success: the larger of the two shares of cells with a true count in
-1..a estimated within relative error epsilon (the adversary's best); bound: 1 - T_P;
+1..a estimated within relative error epsilon (the adversary's best; its standard error is
+that of a binomial share over the cells); bound: 1 - T_P;
 baseline: the same share for the estimate without the release, the cell's rows times the
 value's share in the population half. With no quasi-identifier (``columns=()``) a cell is a
 value alone and the published count is Theorem 4's own adversary.
@@ -72,8 +73,10 @@ def run(targets: Targets, *, epsilon: float = EPSILON, a: int = A,
                            minlength=len(cells) * n_values).reshape(len(cells), n_values)
     actual = np.bincount(cell_of_row * n_values + truth,
                          minlength=len(cells) * n_values).reshape(len(cells), n_values)
-    estimates = {"published": observed.astype(np.float64),
-                 "unmixed": release.value_model([attribute]).unmix(observed.astype(np.float64))}
+    estimates = {"published": observed.astype(np.float64)}
+    if columns:
+        # A value alone is estimated by its published count (Theorem 2); cells need unmixing.
+        estimates["unmixed"] = release.value_model([attribute]).unmix(estimates["published"])
     small = (actual >= 1) & (actual <= a)
 
     def share_within(estimate: np.ndarray, cells: np.ndarray) -> float:
@@ -96,8 +99,14 @@ def run(targets: Targets, *, epsilon: float = EPSILON, a: int = A,
         NAME, f"share of counts 1..{a} estimated within relative error {epsilon:g}",
         shares[best], share_within(prior, small), 1 - float(guarantee.T_P or 0.0), ADVERSARY,
         SOURCE, seconds,
-        {"estimator": best, "share_published": shares["published"],
-         "share_unmixed": shares["unmixed"], "epsilon": epsilon, "a": a, "T_P": guarantee.T_P,
-         "small_cells": int(small.sum()), "columns": columns, "by_count": by_count},
+        {"estimator": best, "stderr": _binomial_stderr(shares[best], int(small.sum())),
+         **{f"share_{name}": share for name, share in shares.items()}, "epsilon": epsilon,
+         "a": a, "T_P": guarantee.T_P, "small_cells": int(small.sum()), "columns": columns,
+         "by_count": by_count},
         risk, f"the adversary's estimated share of the individual's own {attribute} among "
               f"the rows with its quasi-identifiers")]
+
+
+def _binomial_stderr(share: float, cells: int) -> float:
+    """The standard error of a share of ``cells`` taken as independent trials."""
+    return float(np.sqrt(share * (1 - share) / cells)) if cells else float("nan")
