@@ -128,22 +128,49 @@ def ambiguity_incidence(release: AmbiguityRelease) -> dict[str, sp.csr_array]:
     return incidence
 
 
+COVERING_BLOCK = 4096
+"""Tuples whose candidate groups are filtered at a time (memory follows the block)."""
+
+
 def covering_groups(tuples: Mapping[str, np.ndarray],
                     incidence: Mapping[str, sp.csr_array]) -> sp.csr_array:
     """Which groups cover each tuple (tuples x groups, 1 where every value of the tuple is
-    listed by the group): the product of the rows of each attribute's incidence (values x
-    groups) at the tuple's values (Definition 5.1: a group covers a tuple when all its values
-    appear in the group's auxiliary tables)."""
-    covering: sp.csr_array | None = None
-    # Most distinct values first: their rows of the incidence are the sparsest.
-    for name in sorted(incidence, key=lambda name: -incidence[name].shape[0]):
-        rows = incidence[name][tuples[name]]
-        covering = rows if covering is None else covering.multiply(rows)
-    if covering is None:
+    listed by the group; Definition 5.1: a group covers a tuple when all its values appear in
+    the group's auxiliary tables), from each attribute's incidence (values x groups).
+
+    The groups listing the tuple's value of the attribute with the most values are the
+    candidates; each other attribute keeps those that list its value too, looked up by
+    (value, group) key. Tuples are taken in blocks, so memory follows a block's candidates
+    rather than the (dense) rows of attributes with few values."""
+    if not incidence:
         raise ValueError("covering groups need at least one quasi-identifier")
-    covering = sp.csr_array(covering)
-    covering.eliminate_zeros()
-    return covering
+    order = sorted(incidence, key=lambda name: -incidence[name].shape[0])
+    first = sp.csr_array(incidence[order[0]])
+    n_tuples, n_groups = len(tuples[order[0]]), first.shape[1]
+    listed = {}
+    for name in order[1:]:
+        pairs = sp.csr_array(incidence[name])
+        values = np.repeat(np.arange(pairs.shape[0], dtype=np.int64), np.diff(pairs.indptr))
+        listed[name] = np.sort(values * n_groups + pairs.indices)
+    found_rows, found_groups = [], []
+    for start in range(0, n_tuples, COVERING_BLOCK):
+        block = np.arange(start, min(start + COVERING_BLOCK, n_tuples))
+        candidates = first[np.asarray(tuples[order[0]])[block]]
+        rows = np.repeat(block, np.diff(candidates.indptr))
+        groups = candidates.indices.astype(np.int64)
+        for name, keys in listed.items():
+            wanted = np.asarray(tuples[name], dtype=np.int64)[rows] * n_groups + groups
+            where = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
+            keep = keys[where] == wanted if len(keys) else np.zeros(len(wanted), dtype=bool)
+            rows, groups = rows[keep], groups[keep]
+        found_rows.append(rows)
+        found_groups.append(groups)
+    rows = np.concatenate(found_rows) if found_rows else np.zeros(0, dtype=np.int64)
+    indptr = np.zeros(n_tuples + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_tuples), out=indptr[1:])
+    groups = np.concatenate(found_groups) if found_groups else np.zeros(0, dtype=np.int64)
+    return sp.csr_array((np.ones(len(rows), dtype=np.int8), groups, indptr),
+                        shape=(n_tuples, n_groups))
 
 
 def codes_in_release(source: Table, schema: Schema, columns: Sequence[str]

@@ -34,6 +34,7 @@ population-trained classifier of `ppdp.attack.inference`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -81,15 +82,14 @@ def run(targets: Targets) -> list[AttackResult]:
     attribute = targets.sensitive
     assert attribute is not None
     truth = targets.codes[attribute].astype(np.int64)
-    if release.mechanism == "anatomy":
-        posterior, ignorant = _anatomy(targets)
-    else:
-        posterior, ignorant = _ambiguity(targets)
+    learn = _anatomy if release.mechanism == "anatomy" else _ambiguity
+    posterior, random_worlds_posterior = learn(targets)
+    seconds = time.perf_counter() - start
     evaluation = targets.evaluation
     success = float(expected_accuracy(posterior[evaluation], truth[evaluation]).mean())
-    seconds = time.perf_counter() - start
     baseline = float(expected_accuracy(baseline_posterior, truth[evaluation]).mean())
-    random_worlds = float(expected_accuracy(ignorant[evaluation], truth[evaluation]).mean())
+    random_worlds = float(expected_accuracy(random_worlds_posterior()[evaluation],
+                                            truth[evaluation]).mean())
     bound = claimed_bound(release)
     association = group_association(release.st[0], release.st[2],  # type: ignore[attr-defined]
                                     float("nan") if bound is None else bound)
@@ -110,8 +110,9 @@ def _log_conditionals(values: np.ndarray, codes: np.ndarray, weights: np.ndarray
     return np.log(counts) - np.log(counts.sum(axis=1, keepdims=True))
 
 
-def _anatomy(targets: Targets) -> tuple[np.ndarray, np.ndarray]:
-    """Every source row's posterior after learning, and before it (random worlds)."""
+def _anatomy(targets: Targets) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
+    """Every source row's posterior after learning, and how to compute it before learning
+    (random worlds; apart, so that the attack's cost leaves it out)."""
     release = targets.release
     quasi, sizes = targets.quasi, targets.sizes
     n_values = sizes[targets.sensitive]
@@ -139,12 +140,12 @@ def _anatomy(targets: Targets) -> tuple[np.ndarray, np.ndarray]:
             weights /= np.bincount(rows, weights=weights)[rows]
     every = {q: targets.codes[q] for q in quasi}
     return (learned_posterior((codes, values, weights), every, quasi, sizes, n_values),
-            learned_posterior((codes, values, ignorant), every, quasi, sizes, n_values))
+            lambda: learned_posterior((codes, values, ignorant), every, quasi, sizes, n_values))
 
 
-def _ambiguity(targets: Targets) -> tuple[np.ndarray, np.ndarray]:
-    """Every source row's posterior after learning, and before it (each covering group's
-    multiset taken as the chance of each value)."""
+def _ambiguity(targets: Targets) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
+    """Every source row's posterior after learning, and how to compute it before learning
+    (each covering group's multiset taken as the chance of each value)."""
     release = targets.release
     quasi, sizes = list(release.schema.quasi_identifiers), targets.sizes
     n_values = sizes[targets.sensitive]
@@ -169,8 +170,7 @@ def _ambiguity(targets: Targets) -> tuple[np.ndarray, np.ndarray]:
     held = np.zeros((release.n_groups, n_values))  # type: ignore[attr-defined]
     np.add.at(held, (st_groups, st_values), count)
     learnt = _mixture(weights, likelihood, held)
-    ignorant = _mixture(weights, np.ones_like(likelihood), held)
-    return learnt[tuple_of], ignorant[tuple_of]
+    return learnt[tuple_of], lambda: _mixture(weights, np.ones_like(likelihood), held)[tuple_of]
 
 
 def _mixture(weights: object, likelihood: np.ndarray, held: np.ndarray) -> np.ndarray:

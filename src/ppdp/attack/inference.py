@@ -68,8 +68,8 @@ def run(targets: Targets) -> list[AttackResult]:
     every = {q: targets.codes[q] for q in quasi}
     posterior = learned_posterior(training, every, quasi, sizes, sizes[attribute])
     evaluation = targets.evaluation
-    success = float(expected_accuracy(posterior[evaluation], truth[evaluation]).mean())
     seconds = time.perf_counter() - start
+    success = float(expected_accuracy(posterior[evaluation], truth[evaluation]).mean())
     baseline = float(expected_accuracy(baseline_posterior, truth[evaluation]).mean())
     # The best any guess from the quasi-identifiers can do: the source itself as the release.
     identity = learned_posterior((every, truth, None), {q: every[q][evaluation] for q in quasi},

@@ -10,7 +10,7 @@ with probability proportional to p_g / (1 - p_g) (any group with p_g = 1 is cert
 each of g's |G| rows is its record alike. The adversary picks the most likely record: the
 prosecutor risk ``max_g P(g) / |G_g|``, 1/|G| for a target covered by one class (the
 re-identification risk of ARX and sdcMicro for generalized data). An individual is singled
-out when that risk is 1.
+out when that risk is 1 (measured in the same pass, so with the same cost).
 
 Bounds: 1/k for Mondrian (classes of at least k rows); 1/ceil(1/beta) for ambiguity (groups
 of at least ceil(1/beta) rows, Theorem 7.2); no individual is singled out when those are
@@ -131,6 +131,6 @@ def run(targets: Targets) -> list[AttackResult]:
                      seconds, details, risk, "the chance of picking the individual's own record"),
         AttackResult("singling_out", "share of individuals whose record the release isolates",
                      isolated / targets.n_rows, 0.0,
-                     None if smallest is None or smallest < 2 else 0.0, ADVERSARY, SOURCE, 0.0,
+                     None if smallest is None or smallest < 2 else 0.0, ADVERSARY, SOURCE, seconds,
                      {"individuals": isolated}),
     ]

@@ -15,11 +15,11 @@ occur once and appear in the view; b the share of the domain's other tuples in t
 success is the posterior at prior d with these rates; its standard error follows from the
 binomial share a by the delta method. Baseline: the prior d; bound: gamma.
 
-``repeated``: a tuple that appears twice in an alpha-beta view was certainly in the table (the
-beta-step inserts distinct tuples, none of them in the table), outside the guarantee, which
-covers tuples that occur once (Section 6.1: correlated tuples). It counts the individuals so
-exposed; for FRAPP, the posterior of a tuple seen twice follows from the binomial counts of its
-copies and is reported too.
+``repeated`` (measured in the same pass, so with the same cost): a tuple that appears twice
+in an alpha-beta view was certainly in the table (the beta-step inserts distinct tuples, none
+of them in the table), outside the guarantee, which covers tuples that occur once (Section
+6.1: correlated tuples). It counts the individuals so exposed; for FRAPP, the posterior of a
+tuple seen twice follows from the binomial counts of its copies and is reported too.
 
 Per individual: the posterior of its own tuple's presence given how many copies the view
 holds, at prior d.
@@ -134,7 +134,7 @@ def run(targets: Targets) -> list[AttackResult]:
             risk, "the posterior that the individual is in the table"),
         AttackResult(
             REPEATED, "share of individuals whose tuple appears at least twice in the view",
-            float(twice.mean()), 0.0, None, ADVERSARY, REPEATED_SOURCE, 0.0,
+            float(twice.mean()), 0.0, None, ADVERSARY, REPEATED_SOURCE, seconds,
             {"individuals": int(twice.sum()), "posterior_seen_twice": float(seen_twice[0])},
             np.where(twice, risk, 0.0),
             "the posterior of presence for individuals whose tuple the view repeats, else 0"),
