@@ -130,7 +130,8 @@ class AttackReport:
         for r in self.results:
             writer.writerow([r.attack, r.measure, r.success, r.baseline,
                              "" if r.bound is None else r.bound, r.adversary, r.source,
-                             f"{r.seconds:.3f}", json.dumps(_plain(r.details))])
+                             f"{r.seconds:.3f}",
+                             json.dumps(r.details, default=lambda number: number.item())])
         sink = pa.BufferOutputStream()
         pa_csv.write_csv(self.individuals(top), sink)
         return [write_atomic(root / SUMMARY_FILE, summary.getvalue().encode()),
@@ -200,13 +201,3 @@ def refuse_release_directory(path: Path) -> None:
                              f"per-individual risks are for the custodian only and never go "
                              f"with a release: choose another output directory")
 
-
-def _plain(value: Any) -> Any:
-    """numpy numbers as Python numbers (for JSON)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
