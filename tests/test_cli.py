@@ -274,7 +274,8 @@ def test_drop_missing_and_qi(tmp_path: Path) -> None:
     fails("count", out, "a = 1", match="unknown column 'a'")
 
 
-@pytest.mark.parametrize("command", ["publish", "count", "guarantee", "mechanisms", "demo"])
+@pytest.mark.parametrize("command", ["publish", "count", "guarantee", "mechanisms", "demo",
+                                     "attack"])
 def test_help_shows_examples(command: str) -> None:
     text = ok(command, "--help")
     assert "Example" in text and f"ppdp {command}" in text
@@ -372,6 +373,30 @@ def test_hierarchies_declare_domains_for_every_mechanism(data_csv: Path, tmp_pat
     schema = json.loads((tmp_path / "x" / "release.json").read_text())["schema"]
     domains = {column["name"]: column["domain"] for column in schema}
     assert sorted(domains["disease"]) == sorted(leaves)
+
+
+def test_attack_json_files_and_the_release_untouched(data_csv: Path, tmp_path: Path) -> None:
+    """`ppdp attack` prints JSON that parses, writes its three files into -o, and refuses an
+    -o that is the release (or inside it) without writing anything there."""
+    release = tmp_path / "anatomy"
+    ok("publish", data_csv, "-m", "anatomy", "-s", "disease", "-p", "l=2", OBSERVED, "-o",
+       release, "--seed", 1)
+    before = sorted(path.name for path in release.iterdir())
+    data = json.loads(ok("attack", release, data_csv, "--seed", 2, "--json", "-o",
+                         tmp_path / "out", "--top", 5))
+    assert data["mechanism"] == "anatomy" and data["rows"] == 60
+    assert [a["attack"] for a in data["attacks"]] == ["inference", "definetti"]
+    assert all(a["bound"] == 0.5 and 0 <= a["success"] <= 1 for a in data["attacks"])
+    assert sorted(Path(f).name for f in data["files"]) == ["attack-risk.png", "attacks.csv",
+                                                           "individuals.csv"]
+    with open(tmp_path / "out" / "individuals.csv") as handle:
+        assert len(list(csv.DictReader(handle))) == 5
+    text = ok("attack", release, data_csv, "--attack", "definetti", "--seed", 2)
+    assert "definetti" in text and "inference" not in text.split("definetti")[0]
+    fails("attack", release, data_csv, "-o", release, match="release directory")
+    fails("attack", release, data_csv, "-o", release / "sub", match="release directory")
+    assert sorted(path.name for path in release.iterdir()) == before
+    fails("attack", release, data_csv, "--attack", "teleport", match="unknown attack")
 
 
 def test_risk_source_needs_an_ambiguity_release(data_csv: Path, tmp_path: Path) -> None:

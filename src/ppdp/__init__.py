@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _HOMES = {
+    "attack": "ppdp.attack",
     "datasets": "ppdp.datasets",
     "compare": "ppdp.evaluate.compare",
     "InfeasibleError": "ppdp.errors",
@@ -79,6 +80,7 @@ __all__ = [
     "Table",
     "UniformPerturbation",
     "__version__",
+    "attack",
     "compare",
     "datasets",
     "get_mechanism",
@@ -103,7 +105,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from ppdp import datasets
+    from ppdp import attack, datasets
     from ppdp.errors import (
         InfeasibleError,
         MissingValuesError,

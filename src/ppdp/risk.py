@@ -17,6 +17,7 @@ of them holds the tuple, ``1 - prod_g (1 - p_g)``, taking the groups as independ
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,8 @@ from ppdp.mechanisms.ambiguity import AmbiguityRelease
 from ppdp.release import Release
 from ppdp.table import Schema, Table
 
-__all__ = ["ambiguity_summary", "release_risk", "tuple_risk"]
+__all__ = ["ambiguity_incidence", "ambiguity_summary", "codes_in_release", "covering_groups",
+           "release_risk", "tuple_risk"]
 
 
 def release_risk(release: Release) -> dict[str, Any]:
@@ -78,22 +80,14 @@ def tuple_risk(release: AmbiguityRelease, source: Table) -> pa.Table:
     Rows with a value the release does not know are covered by no group (all zeros).
     """
     columns = [*release.quasi_identifiers, release.sensitive]
-    codes, known = _codes_in_release(source, release.schema, columns)
+    codes, known = codes_in_release(source, release.schema, columns)
     n_groups = release.n_groups
     # Distinct (quasi-identifiers, sensitive) combinations: each is evaluated once.
     combos = np.stack([codes[c] for c in columns], axis=1)
     distinct, inverse = np.unique(combos[known], axis=0, return_inverse=True)
-    covering: sp.csr_array | None = None
-    # Most distinct values first: their rows of the incidence are the sparsest.
-    for q in sorted(release.quasi_identifiers, key=lambda q: -release.schema[q].size):
-        groups, values = release.auxiliary[q]
-        incidence = sp.csr_array((np.ones(len(groups), dtype=np.int8), (values, groups)),
-                                 shape=(release.schema[q].size, n_groups))
-        rows = incidence[distinct[:, columns.index(q)]]
-        covering = rows if covering is None else covering.multiply(rows)
-    assert covering is not None
-    covering = sp.csr_array(covering)
-    covering.eliminate_zeros()
+    covering = covering_groups(
+        {q: distinct[:, columns.index(q)] for q in release.quasi_identifiers},
+        ambiguity_incidence(release))
     presence = release.presence()
     n_cover = np.diff(covering.indptr)
     group_of_entry = covering.indices
@@ -123,8 +117,64 @@ def tuple_risk(release: AmbiguityRelease, source: Table) -> pa.Table:
     })
 
 
-def _codes_in_release(source: Table, schema: Schema, columns: list[str]
-                      ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def ambiguity_incidence(release: AmbiguityRelease) -> dict[str, sp.csr_array]:
+    """For every quasi-identifier, which groups list each of its values in their auxiliary
+    table AT_i (values x groups, 1 where listed)."""
+    incidence = {}
+    for q in release.quasi_identifiers:
+        groups, values = release.auxiliary[q]
+        incidence[q] = sp.csr_array((np.ones(len(groups), dtype=np.int8), (values, groups)),
+                                    shape=(release.schema[q].size, release.n_groups))
+    return incidence
+
+
+COVERING_BLOCK = 4096
+"""Tuples whose candidate groups are filtered at a time (memory follows the block)."""
+
+
+def covering_groups(tuples: Mapping[str, np.ndarray],
+                    incidence: Mapping[str, sp.csr_array]) -> sp.csr_array:
+    """Which groups cover each tuple (tuples x groups, 1 where every value of the tuple is
+    listed by the group; Definition 5.1: a group covers a tuple when all its values appear in
+    the group's auxiliary tables), from each attribute's incidence (values x groups).
+
+    The groups listing the tuple's value of the attribute with the most values are the
+    candidates; each other attribute keeps those that list its value too, looked up by
+    (value, group) key. Tuples are taken in blocks, so memory follows a block's candidates
+    rather than the (dense) rows of attributes with few values."""
+    if not incidence:
+        raise ValueError("covering groups need at least one quasi-identifier")
+    order = sorted(incidence, key=lambda name: -incidence[name].shape[0])
+    first = sp.csr_array(incidence[order[0]])
+    n_tuples, n_groups = len(tuples[order[0]]), first.shape[1]
+    listed = {}
+    for name in order[1:]:
+        pairs = sp.csr_array(incidence[name])
+        values = np.repeat(np.arange(pairs.shape[0], dtype=np.int64), np.diff(pairs.indptr))
+        listed[name] = np.sort(values * n_groups + pairs.indices)
+    found_rows, found_groups = [], []
+    for start in range(0, n_tuples, COVERING_BLOCK):
+        block = np.arange(start, min(start + COVERING_BLOCK, n_tuples))
+        candidates = first[np.asarray(tuples[order[0]])[block]]
+        rows = np.repeat(block, np.diff(candidates.indptr))
+        groups = candidates.indices.astype(np.int64)
+        for name, keys in listed.items():
+            wanted = np.asarray(tuples[name], dtype=np.int64)[rows] * n_groups + groups
+            where = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
+            keep = keys[where] == wanted if len(keys) else np.zeros(len(wanted), dtype=bool)
+            rows, groups = rows[keep], groups[keep]
+        found_rows.append(rows)
+        found_groups.append(groups)
+    rows = np.concatenate(found_rows) if found_rows else np.zeros(0, dtype=np.int64)
+    indptr = np.zeros(n_tuples + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_tuples), out=indptr[1:])
+    groups = np.concatenate(found_groups) if found_groups else np.zeros(0, dtype=np.int64)
+    return sp.csr_array((np.ones(len(rows), dtype=np.int8), groups, indptr),
+                        shape=(n_tuples, n_groups))
+
+
+def codes_in_release(source: Table, schema: Schema, columns: Sequence[str]
+                     ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """The source's codes re-encoded against the release's domains, and which rows have only
     values the release knows."""
     known = np.ones(source.n_rows, dtype=bool)

@@ -34,7 +34,7 @@ import numpy as np
 from ppdp.table import Table
 
 __all__ = ["Measured", "group_association", "measured_privacy", "perturbation_posterior",
-           "small_count_recovery", "tuple_posterior"]
+           "small_count_recovery", "subtable_counts", "tuple_posterior"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,24 @@ def perturbation_posterior(mechanism: Any, table: Table) -> Measured:
     ``mechanism``: a `ppdp.UniformPerturbation` (one sub-table, the whole table) or
     `ppdp.PerturbationPartitioning` (its partition of ``table``).
     """
+    counts, gammas, protected = subtable_counts(mechanism, table)
+    shares = counts / counts.sum(axis=1, keepdims=True)
+    gamma = gammas[:, None]
+    posterior = np.where(protected[None, :], shares * gamma / (shares * gamma + 1 - shares), 0)
+    largest = posterior.max(axis=1)
+    return Measured("posterior", float(largest.max()), float(mechanism.rho2),
+                    float(np.mean(largest > mechanism.rho2 + 1e-12)))
+
+
+def subtable_counts(mechanism: Any, table: Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The counts of each (compound) sensitive value in each sub-table (sub-tables x values),
+    each sub-table's gamma_i, and which values are protected (SA', relative frequency at most
+    rho1 in the table; Section 4.1, Eq. 9).
+
+    ``mechanism``: a `ppdp.UniformPerturbation` (one sub-table, the whole table) or
+    `ppdp.PerturbationPartitioning` (its partition of ``table``, found from the value counts
+    alone, so the same as the one its release was published with).
+    """
     from ppdp.mechanisms.perturbation import (
         CompoundAttribute,
         amplification_gamma,
@@ -79,13 +97,8 @@ def perturbation_posterior(mechanism: Any, table: Table) -> Measured:
     else:
         counts = frequencies[None, :]
         gammas = np.atleast_1d(amplification_gamma(mechanism.rho1, mechanism.rho2))
-    protected = protected_values(frequencies, mechanism.rho1)
-    shares = counts / counts.sum(axis=1, keepdims=True)
-    gamma = np.asarray(gammas, dtype=np.float64)[:, None]
-    posterior = np.where(protected[None, :], shares * gamma / (shares * gamma + 1 - shares), 0)
-    largest = posterior.max(axis=1)
-    return Measured("posterior", float(largest.max()), float(mechanism.rho2),
-                    float(np.mean(largest > mechanism.rho2 + 1e-12)))
+    return (np.asarray(counts), np.asarray(gammas, dtype=np.float64),
+            protected_values(frequencies, mechanism.rho1))
 
 
 def group_association(groups: np.ndarray, counts: np.ndarray, bound: float) -> Measured:

@@ -1371,6 +1371,10 @@ class MondrianRelease(Release):
             total += float(penalty[self.rows[name]].mean())
         return total / len(self.quasi)
 
+    def class_labels(self) -> dict[str, np.ndarray]:
+        """Every equivalence class's generalized value (its node) per quasi-identifier."""
+        return dict(self._classes[1])
+
     def class_sizes(self) -> np.ndarray:
         """|G| for every equivalence class."""
         key, _, n_classes = self._classes

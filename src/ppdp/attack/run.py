@@ -1,0 +1,47 @@
+"""Running the attacks that apply to a release against the table it was published from."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from types import ModuleType
+
+from ppdp.attack import definetti, inference, linkage, posterior, presence, small_counts
+from ppdp.attack.report import AttackReport
+from ppdp.attack.targets import build_targets
+from ppdp.randomness import RandomState
+from ppdp.release import Release
+from ppdp.table import Table
+
+__all__ = ["ATTACKS", "run_attacks"]
+
+ATTACKS: dict[str, ModuleType] = {module.NAME: module for module in (
+    inference, definetti, small_counts, posterior, presence, linkage)}
+"""Attack name -> its module (``applies(targets)``, ``run(targets)``); `presence` also
+reports ``repeated`` and `linkage` also ``singling_out``."""
+
+
+def run_attacks(release: Release, table: Table, *, attacks: Iterable[str] | None = None,
+                sensitive: str | None = None, random_state: RandomState = None
+                ) -> AttackReport:
+    """Run every attack of ``attacks`` (default: all) that applies to ``release`` against
+    ``table``, the source it was published from.
+
+    ``sensitive`` names the attribute to infer where the release has no single sensitive
+    column (alpha-beta and FRAPP publish every column alike). ``random_state`` splits the
+    rows into targets and population and draws the rows of group releases; None draws from
+    OS entropy. The report's per-individual risks are for the custodian only.
+    """
+    chosen = list(ATTACKS) if attacks is None else list(dict.fromkeys(attacks))
+    unknown = [name for name in chosen if name not in ATTACKS]
+    if unknown:
+        raise ValueError(f"unknown attack {unknown[0]!r}; attacks: {', '.join(ATTACKS)}")
+    targets = build_targets(release, table, sensitive=sensitive, random_state=random_state)
+    report = AttackReport(release.mechanism, dict(release.parameters), table)
+    for name in chosen:
+        module = ATTACKS[name]
+        reason = module.applies(targets)
+        if reason is not None:
+            report.not_applicable[name] = reason
+            continue
+        report.results.extend(module.run(targets))
+    return report
