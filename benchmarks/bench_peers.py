@@ -1,11 +1,12 @@
-"""Paired end-to-end runs of the ppdp command line against the anjana library on Adult.
+"""Paired end-to-end runs of the ppdp command line against anjana and Qiyuan Gong's Mondrian.
 
     python benchmarks/bench_peers.py [--data FILE] [--hierarchies DIR] [--pairs 7]
                                      [--peer-python PYTHON] [--supp-level 0]
-                                     [--jobs start mondrian anatomy] [--workdir DIR]
-                                     [--json FILE]
+                                     [--qiyuangong-mondrian DIR]
+                                     [--jobs start mondrian anatomy mondrian-qiyuangong]
+                                     [--workdir DIR] [--json FILE]
 
-Three jobs, each a pair of commands run as processes of their own on the 30,162-row Adult
+Four jobs, each a pair of commands run as processes of their own on the 30,162-row Adult
 table (``--data``, default ``../shared/datasets/adult/adult-arx-9attr.csv`` beside the
 repository, ';'-separated, nine columns) with its ARX hierarchies (``--hierarchies``):
 
@@ -16,27 +17,43 @@ repository, ';'-separated, nine columns) with its ARX hierarchies (``--hierarchi
   has no Mondrian: it generalizes full domains greedily, one quasi-identifier at a time);
 - anatomy: ``ppdp publish DATA -m anatomy -s occupation -p l=5`` (domains declared by the same
   hierarchies) against ``peer_anjana.py --k 1 --l 5``, anjana's ``l_diversity`` (anjana has no
-  Anatomy; distinct 5-diversity by generalization is its nearest job).
+  Anatomy; distinct 5-diversity by generalization is its nearest job);
+- mondrian-qiyuangong: the same ``ppdp publish ... -m mondrian`` against
+  ``peer_qiyuangong_mondrian.py --k 10``, Qiyuan Gong's pure-Python strict Mondrian (as is
+  ppdp's) on the same eight quasi-identifiers and sensitive occupation. It uses no hierarchy:
+  it cuts age as a number (as ppdp does: age's hierarchy orders the ages numerically) and the
+  text attributes by their positions in the depth-first order of their hierarchy files (the
+  order ppdp cuts them in), and publishes each class's range of ages or run of adjacent
+  values (``Private~Self-emp-not-inc``) where ppdp publishes the range's lowest common
+  hierarchy node; its rows keep their class order where ppdp shuffles them. Its source is
+  not a package: ``git clone https://github.com/qiyuangong/Mondrian`` and ``git checkout
+  b1014b2f46b823ead3ac0ebdd627a7ebe6bf2f1b`` (the launcher imports only its ``mondrian.py``
+  and ``utils/utility.py``), then ``--qiyuangong-mondrian`` names that directory; without it
+  the job is skipped with a message.
 
 Both sides read the CSV and write their result into a fresh directory; ppdp runs with
 ``--seed 1``; anjana may suppress ``--supp-level`` percent of the rows (default 0: ppdp's
-Mondrian and Anatomy suppress none). A job runs ``--pairs`` pairs, the order within a pair
-alternating (ppdp first in even pairs), and reports the median wall time and peak RSS (the
-child's ``ru_maxrss``) of each side and the median of the per-pair ratios ppdp / peer. Linux
+Mondrian and Anatomy suppress none, nor does Qiyuan Gong's Mondrian). A job runs ``--pairs``
+pairs, the order within a pair alternating (ppdp first in even pairs), and reports the median
+wall time and peak RSS (the child's ``ru_maxrss``) of each side and the median of the per-pair
+ratios ppdp / peer. Linux
 counts the launching process's RSS in a child's ``ru_maxrss``, so this script imports nothing
 heavy (its own RSS, about 15 MB, is in the results as ``launcher_rss_mb``). Beside the
 end-to-end times: ppdp's in-process times of reading the CSV (``read_table``), the
 mechanism's publish alone and saving the release (medians over ``--pairs`` repetitions in a
-process of their own), and anjana's anonymization call alone (median of the times the peer
+process of their own), and the peer's anonymization call alone (median of the times the peer
 script reports). When the median ``ppdp --help`` takes more than ``--importtime-above``
 seconds (default 0.3), the largest cumulative entries of ``python -X importtime -c "import
 ppdp.cli"`` are printed too; and when a publish spends more than that outside reading,
-publishing and saving, those of ``python -X importtime -m ppdp.cli publish ...``.
+publishing and saving, those of ``python -X importtime -m ppdp.cli publish ...``. The load
+averages (``os.getloadavg``) before and after the jobs are printed and kept in the results:
+other work on the machine slows both sides.
 
-The peer runs in a virtual environment of its own (``--peer-python``, default
+The peers run in a virtual environment of their own (``--peer-python``, default
 ``.venv-peers/bin/python`` in the repository: ``python -m venv .venv-peers &&
-.venv-peers/bin/pip install anjana``). Results are printed and written to
-``benchmarks/results/peers.json`` unless ``--json`` names another file.
+.venv-peers/bin/pip install anjana``; Qiyuan Gong's Mondrian needs only the standard
+library). Results are printed and written to ``benchmarks/results/peers.json`` unless
+``--json`` names another file.
 """
 
 from __future__ import annotations
@@ -55,10 +72,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASETS = ROOT / ".." / "shared" / "datasets" / "adult"
-PEER_SCRIPT = Path(__file__).resolve().parent / "peer_anjana.py"
-JOBS = ("start", "mondrian", "anatomy")
+PEER_SCRIPTS = {"anjana": Path(__file__).resolve().parent / "peer_anjana.py",
+                "qiyuangong": Path(__file__).resolve().parent / "peer_qiyuangong_mondrian.py"}
+JOBS = ("start", "mondrian", "anatomy", "mondrian-qiyuangong")
+MECHANISMS = {"mondrian": "mondrian", "anatomy": "anatomy", "mondrian-qiyuangong": "mondrian"}
 PPDP_PARAMETERS = {"mondrian": ["-p", "k=10"], "anatomy": ["-p", "l=5"]}
-PEER_PARAMETERS = {"mondrian": ["--k", "10"], "anatomy": ["--k", "1", "--l", "5"]}
+PEER_PARAMETERS = {"mondrian": ["--k", "10"], "anatomy": ["--k", "1", "--l", "5"],
+                   "mondrian-qiyuangong": ["--k", "10"]}
+OUTPUT_KEYS = ("rows", "classes", "smallest_class", "single_valued")
 
 
 def ppdp_command() -> list[str]:
@@ -88,12 +109,17 @@ def commands(job: str, args: argparse.Namespace, workdir: Path) -> tuple[list[st
     if job == "start":
         return (["--help"], [str(args.peer_python), "-c", "import anjana.anonymity"],
                 ppdp_out, peer_out)
-    ppdp = ["publish", str(args.data), "-m", job, "-s", "occupation", *PPDP_PARAMETERS[job],
-            "--hierarchies", str(args.hierarchies), "--sep", ";", "--seed", "1",
-            "-o", str(ppdp_out)]
-    peer = [str(args.peer_python), str(PEER_SCRIPT), str(args.data), "--hierarchies",
+    mechanism = MECHANISMS[job]
+    ppdp = ["publish", str(args.data), "-m", mechanism, "-s", "occupation",
+            *PPDP_PARAMETERS[mechanism], "--hierarchies", str(args.hierarchies), "--sep", ";",
+            "--seed", "1", "-o", str(ppdp_out)]
+    if job == "mondrian-qiyuangong":
+        script = [str(PEER_SCRIPTS["qiyuangong"]), "--source", str(args.qiyuangong_mondrian)]
+    else:
+        script = [str(PEER_SCRIPTS["anjana"]), "--supp-level", str(args.supp_level)]
+    peer = [str(args.peer_python), *script, str(args.data), "--hierarchies",
             str(args.hierarchies), "--sensitive", "occupation", *PEER_PARAMETERS[job],
-            "--supp-level", str(args.supp_level), "--sep", ";", "-o", str(peer_out)]
+            "--sep", ";", "-o", str(peer_out)]
     return ppdp, peer, ppdp_out, peer_out
 
 
@@ -125,8 +151,8 @@ def paired(job: str, args: argparse.Namespace, workdir: Path) -> dict:
     if job != "start":
         reports = [json.loads(stdout) for stdout in sides["peer"]["stdout"]]
         result["peer"]["in_process_seconds"] = statistics.median(r["seconds"] for r in reports)
-        result["peer"]["output"] = {key: reports[-1][key] for key in ("rows", "classes",
-                                                                      "single_valued")}
+        result["peer"]["output"] = {key: reports[-1][key] for key in OUTPUT_KEYS
+                                    if key in reports[-1]}
     return result
 
 
@@ -138,7 +164,7 @@ def in_process(job: str, args: argparse.Namespace, workdir: Path) -> dict:
     from ppdp.mechanisms import Anatomy, Mondrian
 
     hierarchies = read_hierarchies(args.hierarchies)
-    mechanism = (Mondrian(k=10, hierarchies=hierarchies) if job == "mondrian"
+    mechanism = (Mondrian(k=10, hierarchies=hierarchies) if MECHANISMS[job] == "mondrian"
                  else Anatomy(l=5))
     output = workdir / f"in-process-{job}"
     steps: dict[str, list[float]] = {"read": [], "publish": [], "save": []}
@@ -157,7 +183,7 @@ def in_process(job: str, args: argparse.Namespace, workdir: Path) -> dict:
         steps["save"].append(saved - published)
     shutil.rmtree(output, ignore_errors=True)
     result = {f"{step}_seconds": statistics.median(times) for step, times in steps.items()}
-    if job == "mondrian":
+    if MECHANISMS[job] == "mondrian":
         result["classes"] = release.risk()["classes"]
     return result
 
@@ -185,7 +211,8 @@ def import_times(arguments: list[str], top: int = 15) -> dict:
 def print_imports(job: str, imports: dict) -> None:
     """One job's ``import_times`` result, in milliseconds."""
     command = imports["command"]
-    shown = " ".join(command[:6]) + (f" ... -m {job} ..." if len(command) > 6 else "")
+    shown = " ".join(command[:6]) + (f" ... -m {MECHANISMS[job]} ..." if len(command) > 6
+                                     else "")
     print(f"\n{shown}: imports {imports['total_seconds']:.2f} s in all; largest cumulative "
           f"(ms):")
     for entry in imports["largest"]:
@@ -201,6 +228,9 @@ def main() -> None:
     parser.add_argument("--peer-python", type=Path,
                         default=ROOT / ".venv-peers" / "bin" / "python")
     parser.add_argument("--supp-level", type=float, default=0.0)
+    parser.add_argument("--qiyuangong-mondrian", type=Path, default=None,
+                        help="a checkout of github.com/qiyuangong/Mondrian (job "
+                             "mondrian-qiyuangong; skipped without it)")
     parser.add_argument("--jobs", nargs="+", choices=JOBS, default=list(JOBS))
     parser.add_argument("--importtime-above", type=float, default=0.3)
     parser.add_argument("--workdir", type=Path, default=None,
@@ -209,6 +239,13 @@ def main() -> None:
                         default=Path(__file__).parent / "results" / "peers.json")
     parser.add_argument("--in-process", choices=JOBS[1:], help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.qiyuangong_mondrian:
+        missing = [name for name in ("mondrian.py", "utils/utility.py")
+                   if not (args.qiyuangong_mondrian / name).is_file()]
+        if missing:
+            parser.error(f"--qiyuangong-mondrian: {args.qiyuangong_mondrian} has no "
+                         f"{' or '.join(missing)} (a checkout of "
+                         f"https://github.com/qiyuangong/Mondrian)")
     if args.in_process:
         with tempfile.TemporaryDirectory(dir=args.workdir) as scratch:
             print(json.dumps(in_process(args.in_process, args, Path(scratch))))
@@ -216,10 +253,14 @@ def main() -> None:
 
     results: dict = {"pairs": args.pairs, "supp_level": args.supp_level,
                      "launcher_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                     "jobs": {}}
+                     "load_average_before": os.getloadavg(), "jobs": {}}
     with tempfile.TemporaryDirectory(dir=args.workdir) as scratch:
         workdir = Path(scratch)
         for job in args.jobs:
+            if job == "mondrian-qiyuangong" and args.qiyuangong_mondrian is None:
+                print(f"{job}: skipped, --qiyuangong-mondrian DIR not given (a checkout of "
+                      f"https://github.com/qiyuangong/Mondrian; see --help)", flush=True)
+                continue
             result = paired(job, args, workdir)
             ppdp = result["ppdp"]
             if job == "start":
@@ -237,17 +278,21 @@ def main() -> None:
                     ppdp["imports"] = import_times(["-m", "ppdp.cli",
                                                     *result["ppdp_arguments"]])
             results["jobs"][job] = result
-            print(f"{job:9s} ppdp {ppdp['median_seconds']:7.3f} s "
+            print(f"{job:19s} ppdp {ppdp['median_seconds']:7.3f} s "
                   f"{ppdp['median_peak_mb']:5.0f} MB   peer "
                   f"{result['peer']['median_seconds']:7.3f} s "
                   f"{result['peer']['median_peak_mb']:5.0f} MB   median ratio "
                   f"{result['median_ratio']:.3f}", flush=True)
+    results["load_average_after"] = os.getloadavg()
+    print("load averages (1, 5, 15 min) before: {:.2f} {:.2f} {:.2f}, after: {:.2f} {:.2f} "
+          "{:.2f}".format(*results["load_average_before"], *results["load_average_after"]))
     for job, result in results["jobs"].items():
         if "imports" in result["ppdp"]:
             print_imports(job, result["ppdp"]["imports"])
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=2) + "\n")
-    print_table(results["jobs"])
+    if results["jobs"]:
+        print_table(results["jobs"])
 
 
 def print_table(jobs: dict) -> None:
