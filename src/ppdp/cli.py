@@ -1194,15 +1194,13 @@ def mechanisms() -> None:
 
       ppdp mechanisms
     """
-    import ppdp.mechanisms  # noqa: F401 - registers the mechanisms
-    from ppdp.mechanisms.base import REQUIRED, Mechanism
+    from ppdp.mechanisms.base import REQUIRED, all_mechanisms
 
     table = RichTable(title="mechanisms")
     table.add_column("name", style="bold")
     table.add_column("summary")
     table.add_column("parameters")
-    for name in sorted(Mechanism.registry):
-        cls = Mechanism.registry[name]
+    for name, cls in all_mechanisms().items():
         lines = []
         for p in cls.parameters:
             default = "required" if p.default is REQUIRED else f"default {p.default}"

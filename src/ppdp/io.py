@@ -547,7 +547,9 @@ def _clean_column(name: str, column: pa.ChunkedArray, na: list[str], *, infer: b
             column = pc.cast(column, pa.string())
         column = pc.utf8_trim_whitespace(column)
         if na:
-            column = pc.if_else(pc.is_in(column, value_set=pa.array(na, pa.string())),
+            # From a numpy array: pyarrow looks for pandas (0.2 s to import) behind a list.
+            tokens = pa.array(np.array(na, dtype=object), pa.string())
+            column = pc.if_else(pc.is_in(column, value_set=tokens),
                                 pa.scalar(None, pa.string()), column)
         if infer:
             column = _infer_type(name, column, non_numeric=non_numeric, source=source)

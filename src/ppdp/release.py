@@ -475,12 +475,14 @@ def load_release(directory: str | os.PathLike[str]) -> Release:
         if Path(name).name != name or not (root / name).is_file():
             raise ReleaseError(f"{root} is missing its data file {name!r}")
     identities = _verify_digests(root, digests, metadata["metadata_digest"])
-    try:
-        release_class = Release.registry[metadata["mechanism"]]
-    except (KeyError, TypeError):
-        raise ReleaseError(f"{meta_path} names an unknown mechanism "
-                           f"{metadata.get('mechanism')!r}; known: "
-                           f"{sorted(Release.registry)}") from None
+    from ppdp.mechanisms.base import MECHANISM_MODULES, get_mechanism
+
+    named = metadata.get("mechanism")
+    if not isinstance(named, str) or named not in MECHANISM_MODULES:
+        raise ReleaseError(f"{meta_path} names an unknown mechanism {named!r}; known: "
+                           f"{sorted(MECHANISM_MODULES)}")
+    get_mechanism(named)  # imports the module that registers its release
+    release_class = Release.registry[named]
     try:
         schema = Schema.from_json(metadata["schema"])
         parameters = dict(metadata["parameters"])

@@ -56,12 +56,11 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import scipy.sparse as sp
 
 from ppdp.errors import InfeasibleError, SchemaError
 from ppdp.guarantees import GeneralizationGuarantee, mondrian_guarantee
@@ -76,7 +75,6 @@ from ppdp.mechanisms.base import (
     require_sensitive,
     require_unit_interval,
 )
-from ppdp.mechanisms.group_product import GroupProduct
 from ppdp.plans import part_count, part_of, rank_order, split_parts
 from ppdp.query import BoundQuery
 from ppdp.randomness import RandomState
@@ -92,6 +90,11 @@ from ppdp.release import (
 from ppdp.sources import DEFAULT_BATCH_ROWS, Source, TableSource
 from ppdp.storage import commit_directory, staged_directory
 from ppdp.table import Column, Schema, Table, code_dtype
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
+    from ppdp.mechanisms.group_product import GroupProduct
 
 ROWS = "rows"
 LABEL = "label"
@@ -494,6 +497,8 @@ class Generalized:
 
     def matrix(self, domain_size: int) -> sp.csr_array:
         """Nodes x domain, ``1 / |cover|`` on every covered value (uniform within a node)."""
+        import scipy.sparse as sp  # at query time: publishing does not need it
+
         sizes = self.cover_sizes
         return sp.csr_array((np.repeat(1.0 / sizes, sizes), self.codes, self.indptr),
                             shape=(self.n_nodes, domain_size))
@@ -1457,6 +1462,10 @@ class MondrianRelease(Release):
     def _estimator(self) -> GroupProduct:
         # Built on the first query, not at publishing time.
         if self._product is None:
+            import scipy.sparse as sp
+
+            from ppdp.mechanisms.group_product import GroupProduct
+
             key, nodes, n_classes = self._classes
             sizes = self.schema.sizes()
             factors = {name: sp.csr_array(self.generalized[name].matrix(sizes[name])[nodes[name]])
