@@ -1457,6 +1457,9 @@ class Cube:
         self.n_rows = n_rows
         self.weights = weights
         self._cache: dict[tuple[str, ...], np.ndarray] = {}
+        # count_histogram's answers by (predicate identity, dims), each with its predicate so
+        # that the identity cannot pass to another object.
+        self.counted: dict[tuple[int, tuple[str, ...]], tuple[Predicate, np.ndarray]] = {}
 
     def fits(self, columns: Sequence[str]) -> bool:
         return int(np.prod([self.sizes[c] for c in columns], dtype=np.float64)) <= MAX_CUBE_CELLS
@@ -1526,6 +1529,23 @@ def count_histogram(cube: Cube, predicate: Predicate, dims: Sequence[str]) -> np
     `ScanCube`).
     """
     dims = tuple(dims)
+    known = cube.counted.get((id(predicate), dims))
+    if known is not None and known[0] is predicate:
+        return known[1]
+    counts = np.asarray(_count_histogram(cube, predicate, dims))
+    if len(cube.counted) >= _COUNTED:
+        cube.counted.clear()
+    counts.flags.writeable = False  # shared by every query of the same text
+    cube.counted[(id(predicate), dims)] = (predicate, counts)
+    return counts
+
+
+_COUNTED = 1 << 14
+"""Most answers of `count_histogram` kept per cube: a condition asked again (the same text is
+parsed and bound into the same predicate) is counted once."""
+
+
+def _count_histogram(cube: Cube, predicate: Predicate, dims: tuple[str, ...]) -> np.ndarray:
     if isinstance(predicate, Const):
         full = cube.histogram(dims)
         return full if predicate.value else np.zeros_like(full)

@@ -230,9 +230,11 @@ class LaplaceSession(Release):
         self.spent_epsilon += self.parameters["epsilon"] * len(queries)
         # All answers noised and converted at once, then cut into each query's shape.
         noisy = (np.concatenate([t.reshape(-1) for t in truths]) + noise).astype(np.float64)
-        pieces = np.split(noisy, np.cumsum(sizes)[:-1])
-        return [(piece.reshape(truth.shape), np.full(truth.shape, self._stderr))
-                for piece, truth in zip(pieces, truths, strict=True)]
+        cuts = np.cumsum(sizes)[:-1]
+        stderr = np.split(np.full(len(noisy), self._stderr), cuts)
+        return [(piece.reshape(truth.shape), spread.reshape(truth.shape))
+                for piece, spread, truth in zip(np.split(noisy, cuts), stderr, truths,
+                                                strict=True)]
 
     def _interval(self, value: float, stderr: float | None) -> Estimate:
         # The discrete Laplace's own 95 % interval, not a normal approximation.
