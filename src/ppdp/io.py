@@ -201,8 +201,10 @@ def _read_parquet_in_batches(path: Path, **options: Any) -> Table | None:
     its domain; repeated names; nested columns; any error): the whole-table path reads those.
 
     The rules are read_table's (`tests/test_io.py` checks that both paths give the same
-    table); the codes are written into arrays of the final size: at 10^7 rows of Adult, 1.1 s
-    and memory growing by 1.5 times the encoded table, against 8.8 s and 24 times read whole."""
+    table); the codes are written into arrays of the final size. At 10^7 rows of Adult (90 MB
+    encoded) it took 1.2-1.4 s, and the process's resident memory grew by 290-320 MB at its
+    peak, most of it memory the Parquet reader freed and the allocator kept (Arrow's pool held
+    2 MB after reading); read whole, 8.8 s and 24 times the encoded table."""
     from ppdp.scan import scan_table
 
     try:
@@ -219,7 +221,7 @@ def _read_parquet_in_batches(path: Path, **options: Any) -> Table | None:
     try:
         source = scan_table(path, **options)
         codes = {c.name: np.empty(source.n_rows, dtype=c.dtype) for c in source.schema.columns}
-        # Batches of 2^18 rows: memory peaks at 1.5 times the encoded table (10^7 rows).
+        # Batches of 2^18 rows, each copied into the codes and dropped.
         for start, batch in source.batches(1 << 18):
             for name, values in batch.items():
                 codes[name][start:start + len(values)] = values
