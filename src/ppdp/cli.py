@@ -231,6 +231,14 @@ Encoding = Annotated[str, typer.Option(
     "--encoding", help="text encoding of a CSV file (a Python codec name such as utf-8, "
                        "latin-1 or cp1252)")]
 
+DropMissing = Annotated[bool, typer.Option(
+    "--drop-missing", help="drop rows with missing values instead of failing")]
+
+Separator = Annotated[str | None, typer.Option(
+    "--sep", help="CSV field separator (default: detected)")]
+
+JsonOutput = Annotated[bool, typer.Option("--json", help="print JSON")]
+
 _SEED_HELP = ("random seed, for reproducible experiments and tests only: a release meant for the "
               "public must be made without one (the default draws from OS entropy)")
 
@@ -253,10 +261,8 @@ def publish(
     param: Annotated[list[str] | None, typer.Option(
         "--param", "-p", help="mechanism parameter key=value (repeatable)")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help=_SEED_HELP)] = None,
-    drop_missing: Annotated[bool, typer.Option(
-        "--drop-missing", help="drop rows with missing values instead of failing")] = False,
-    sep: Annotated[str | None, typer.Option(
-        "--sep", help="CSV field separator (default: detected)")] = None,
+    drop_missing: DropMissing = False,
+    sep: Separator = None,
     non_numeric: NonNumeric = "error",
     encoding: Encoding = "utf-8",
     overwrite: Annotated[bool, typer.Option(
@@ -527,7 +533,7 @@ def count(
         help="release directory, CSV or Parquet file, or bundled dataset name")],
     query: Annotated[str, typer.Argument(
         help="condition or SELECT COUNT(*) ... [GROUP BY ...] query")],
-    json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    json_output: JsonOutput = False,
     mechanism: Annotated[str | None, typer.Option(
         "--mechanism", "-m", help="on a data file: answer with noise (laplace only)")] = None,
     param: Annotated[list[str] | None, typer.Option(
@@ -535,10 +541,8 @@ def count(
     seed: Annotated[int | None, typer.Option("--seed", help=_SEED_HELP)] = None,
     sensitive: Annotated[str | None, typer.Option(
         "--sensitive", "-s", help="sensitive column(s) of a data file")] = None,
-    drop_missing: Annotated[bool, typer.Option(
-        "--drop-missing", help="drop rows with missing values instead of failing")] = False,
-    sep: Annotated[str | None, typer.Option(
-        "--sep", help="CSV field separator (default: detected)")] = None,
+    drop_missing: DropMissing = False,
+    sep: Separator = None,
     non_numeric: NonNumeric = "error",
     encoding: Encoding = "utf-8",
     estimator: Annotated[str | None, typer.Option(
@@ -677,7 +681,7 @@ def guarantee(
     sensitive: Annotated[str | None, typer.Option(
         "--sensitive", "-s", help="sensitive column(s) of SOURCE")] = None,
     encoding: Encoding = "utf-8",
-    json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    json_output: JsonOutput = False,
 ) -> None:
     """Show the privacy (and utility) guarantee of a mechanism.
 
@@ -803,14 +807,11 @@ def risk(
     per_tuple: Annotated[Path | None, typer.Option(
         "--per-tuple", help="write every source row's measures to this CSV or Parquet "
                             "file")] = None,
-    drop_missing: Annotated[bool, typer.Option(
-        "--drop-missing", help="drop source rows with missing values instead of failing")
-    ] = False,
-    sep: Annotated[str | None, typer.Option(
-        "--sep", help="CSV field separator of SOURCE (default: detected)")] = None,
+    drop_missing: DropMissing = False,
+    sep: Separator = None,
     non_numeric: NonNumeric = "error",
     encoding: Encoding = "utf-8",
-    json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    json_output: JsonOutput = False,
 ) -> None:
     """Measure what a release discloses.
 
@@ -893,13 +894,10 @@ def attack(
     seed: Annotated[int | None, typer.Option(
         "--seed", help="seed of the split into targets and population and of the rows drawn "
                        "from group releases (default: OS entropy)")] = None,
-    drop_missing: Annotated[bool, typer.Option(
-        "--drop-missing", help="drop source rows with missing values instead of failing")
-    ] = False,
-    sep: Annotated[str | None, typer.Option(
-        "--sep", help="CSV field separator of SOURCE (default: detected)")] = None,
+    drop_missing: DropMissing = False,
+    sep: Separator = None,
     non_numeric: NonNumeric = "error",
-    json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    json_output: JsonOutput = False,
 ) -> None:
     """Run the known attacks on a release against the table it was published from.
 
@@ -1076,10 +1074,8 @@ def compare(
     hierarchies: Annotated[str | None, typer.Option(
         "--hierarchies", help="folder of ARX hierarchy files for Mondrian, or 'adult' for the "
                               "bundled Adult hierarchies")] = None,
-    drop_missing: Annotated[bool, typer.Option(
-        "--drop-missing", help="drop rows with missing values instead of failing")] = False,
-    sep: Annotated[str | None, typer.Option(
-        "--sep", help="CSV field separator (default: detected)")] = None,
+    drop_missing: DropMissing = False,
+    sep: Separator = None,
     non_numeric: NonNumeric = "error",
     encoding: Encoding = "utf-8",
     overwrite: Annotated[bool, typer.Option(

@@ -443,19 +443,29 @@ def _association_size(target: PrivacyTarget) -> int | None:
     return None
 
 
-def _anatomy(facts: _Facts, target: PrivacyTarget) -> Advice:
+def _grouping_size(mechanism: str, facts: _Facts, target: PrivacyTarget, *, bounds: str,
+                   no_presence: str, smallest: int = 1) -> int | Advice:
+    """The size ceil(1/bound) (at least ``smallest``) of the groups or classes that hold an
+    association target, or the Advice refusing the target: another notion (the mechanism
+    ``bounds`` something else), a presence bound alpha (``no_presence`` says why not), or data
+    that rule that size out."""
     size = _association_size(target)
     if size is None:
-        return Advice("anatomy", None, f"Anatomy's l-diversity bounds association (1/l), not "
-                                       f"{_notion(target)}")
+        return Advice(mechanism, None, f"{bounds}, not {_notion(target)}")
     if isinstance(target, AssociationPrivacy) and target.alpha is not None:
-        return Advice("anatomy", None, "Anatomy publishes every quasi-identifier tuple as it "
-                                       "is (its QIT), so it bounds no presence probability "
-                                       "(alpha)")
-    size = max(size, 2)
+        return Advice(mechanism, None, no_presence)
+    size = max(size, smallest)
     why = facts.group_size_reason(size, "l")
-    if why is not None:
-        return Advice("anatomy", None, why)
+    return size if why is None else Advice(mechanism, None, why)
+
+
+def _anatomy(facts: _Facts, target: PrivacyTarget) -> Advice:
+    size = _grouping_size(
+        "anatomy", facts, target, bounds="Anatomy's l-diversity bounds association (1/l)",
+        no_presence="Anatomy publishes every quasi-identifier tuple as it is (its QIT), so it "
+                    "bounds no presence probability (alpha)", smallest=2)
+    if isinstance(size, Advice):
+        return size
     how = ("l = ceil(1/beta): association at most 1/l" if isinstance(target, AssociationPrivacy)
            else "l = ceil(1/rho2), as Small Domain Randomization Section 6.2 compares Anatomy "
                 "(rho2 = 1/L): association at most 1/l")
@@ -571,17 +581,13 @@ def _ambiguity(facts: _Facts, target: PrivacyTarget) -> Advice:
 
 
 def _mondrian(facts: _Facts, target: PrivacyTarget) -> Advice:
-    size = _association_size(target)
-    if size is None:
-        return Advice("mondrian", None, f"Mondrian's k-anonymity and l-diversity bound "
-                                        f"association, not {_notion(target)}")
-    if isinstance(target, AssociationPrivacy) and target.alpha is not None:
-        return Advice("mondrian", None, "generalization bounds no presence probability "
-                                        "(alpha): a class whose generalized values cover only "
-                                        "its own tuples has presence 1")
-    why = facts.group_size_reason(size, "l")
-    if why is not None:
-        return Advice("mondrian", None, why)
+    size = _grouping_size(
+        "mondrian", facts, target,
+        bounds="Mondrian's k-anonymity and l-diversity bound association",
+        no_presence="generalization bounds no presence probability (alpha): a class whose "
+                    "generalized values cover only its own tuples has presence 1")
+    if isinstance(size, Advice):
+        return size
     bound = "beta" if isinstance(target, AssociationPrivacy) else "rho2"
     return Advice("mondrian", {"k": size, "l": size, "diversity": "frequency"},
                   f"frequency l-diversity with l = k = ceil(1/{bound}): no value above 1/l of "

@@ -947,21 +947,19 @@ def _attack_claims(result: ExperimentResult, rows: list[dict[str, Any]]) -> None
         return ", ".join(f"{r['parameter']} = {r['value']:.3g}: {r['success']:.3f} (bound "
                          f"{r['bound']:.3f})" for r in selected)
 
-    for mechanism, paper in (("uniform", "Small Domain Randomization, Theorem 1"),
-                             ("sdr", "Small Domain Randomization, Corollary 1")):
-        selected = of(mechanism, "posterior")
+    seen = "the posterior of a value seen in the release, at prior rho1, stays within rho2"
+    present = "the posterior that a tuple seen once is in the table stays within gamma at prior d"
+    for mechanism, attack, claim in (
+            ("uniform", "posterior", f"{seen} (Small Domain Randomization, Theorem 1); "
+                                     f"measured on linked rows"),
+            ("sdr", "posterior", f"{seen} (Small Domain Randomization, Corollary 1); measured "
+                                 f"on linked rows"),
+            ("alphabeta", "presence", f"{present} (alpha-beta paper, Theorem 4.3)"),
+            ("frapp", "presence", f"{present} (alpha-beta paper, Theorem 4.3)")):
+        selected = of(mechanism, attack)
         if selected:
-            result.claims.append(Claim(
-                f"{mechanism}: the posterior of a value seen in the release, at prior rho1, "
-                f"stays within rho2 ({paper}); measured on linked rows, within 3 standard "
-                f"errors", listed(selected), all(_within(r) for r in selected)))
-    for mechanism in ("alphabeta", "frapp"):
-        selected = of(mechanism, "presence")
-        if selected:
-            result.claims.append(Claim(
-                f"{mechanism}: the posterior that a tuple seen once is in the table stays "
-                f"within gamma at prior d (alpha-beta paper, Theorem 4.3); within 3 standard "
-                f"errors", listed(selected), all(_within(r) for r in selected)))
+            result.claims.append(Claim(f"{mechanism}: {claim}, within 3 standard errors",
+                                       listed(selected), all(_within(r) for r in selected)))
     selected = of("splu", "small_counts")
     if selected:
         result.claims.append(Claim(
