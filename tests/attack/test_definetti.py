@@ -41,7 +41,7 @@ def test_far_above_the_baseline_at_l_2(adult: ppdp.Table) -> None:
     assert result.success > result.baseline + difference_margin(n)
     assert result.success > result.bound + single_margin(n)
     assert result.success > result.details["random_worlds_accuracy"] + difference_margin(n, 3)
-    assert result.details["association_max"] == 0.5 and result.seconds < 60
+    assert result.details["association_max"] == 0.5
 
 
 def test_identity_release_is_perfect(adult: ppdp.Table) -> None:

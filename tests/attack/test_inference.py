@@ -42,7 +42,7 @@ def test_far_above_the_baseline_on_a_weak_release(adult: ppdp.Table) -> None:
     margin = difference_margin(result.details["targets"])
     assert result.success > result.baseline + margin
     assert result.success <= result.details["ceiling"] + 1e-12
-    assert result.bound is None and result.seconds < 60
+    assert result.bound is None
 
 
 def test_anatomy_claims_its_bound_and_alphabeta_needs_an_attribute(adult: ppdp.Table) -> None:

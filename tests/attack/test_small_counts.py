@@ -47,7 +47,6 @@ def test_far_above_the_baseline_at_gamma_2(adult: ppdp.Table) -> None:
                          random_state=1)["small_counts"]
     assert result.success > result.baseline + difference_margin(result.details["small_cells"])
     assert result.success <= result.bound + 3 * result.details["stderr"]
-    assert result.seconds < 60
 
 
 def test_identity_release_is_perfect(adult: ppdp.Table) -> None:
