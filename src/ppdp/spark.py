@@ -33,6 +33,7 @@ import pickle
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ppdp.errors import PpdpError, SchemaError
+from ppdp.io import _check_columns
 from ppdp.keyed import KeyedStream, make_key
 from ppdp.plans import RowPlan, part_count, part_of
 from ppdp.randomness import RandomState
@@ -135,8 +137,12 @@ def spark_session(app_name: str = "ppdp") -> Any:
     configured = SparkConf()
     builder = SparkSession.builder.appName(app_name)
     if not configured.contains("spark.master") and not os.environ.get("MASTER"):
+        # Local workers run this interpreter (where ppdp is) unless told otherwise.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = builder.master("local[*]")
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
 
 
 def read_parquet(spark: Any, path: str | os.PathLike[str]) -> Any:
@@ -196,9 +202,7 @@ class SparkSource:
             raise SchemaError(f"the row-id column {row_id!r} must hold integers")
         self.frame, self.row_id, self.name = frame, row_id, None
         names = [name for name in frame.columns if name != row_id]
-        unknown = sorted(set(domains or {}) - set(names))
-        if unknown:
-            raise SchemaError(f"a domain is declared for {unknown[0]!r}, which is not a column")
+        _check_columns(sorted(set(domains or {}) - set(names)), names)
         checked = frame.agg(F.count(F.lit(1)).alias("rows"),
                             F.count_distinct(row_id).alias("distinct"),
                             F.min(row_id).alias("least")).first()
@@ -229,6 +233,11 @@ class SparkSource:
         self.schema = schema
         self._histograms: dict[tuple[str, ...], np.ndarray] = {}
 
+    @property
+    def dropped_rows(self) -> int:
+        """Rows left out for missing values: none (a missing value is refused)."""
+        return 0
+
     def histogram(self, columns: Sequence[str]) -> np.ndarray:
         """Counts over the product of the columns' domains (one Spark aggregation)."""
         columns = tuple(columns)
@@ -256,6 +265,7 @@ class SparkRelease:
         self.schema = plan.schema
         self.parameters = plan.parameters
         self.n_rows = source.n_rows
+        self.source = source
         self._plan, self._published, self._dtypes = plan, published, dtypes
 
     def __repr__(self) -> str:
