@@ -456,7 +456,13 @@ def _publish_spark(mechanism: Mechanism, source: str, output: Path, *, seed: int
                    overwrite: bool, sensitive: str | None, qi: str | None,
                    domains: Mapping[str, Any], observed_domains: bool) -> None:
     """Publish a Parquet file or folder on Spark, saying on which master, and summarise it."""
-    from ppdp.spark import publish, read_parquet, require_pyspark, spark_session
+    from ppdp.spark import (
+        SparkFailedError,
+        publish,
+        read_parquet,
+        require_pyspark,
+        spark_session,
+    )
 
     path = Path(source)
     if not (path.is_dir() or path.suffix.lower() == ".parquet"):
@@ -465,6 +471,7 @@ def _publish_spark(mechanism: Mechanism, source: str, output: Path, *, seed: int
     if not path.exists():
         raise FileNotFoundError(f"no such file or folder: {source}")
     require_pyspark()
+    from pyspark.errors import PySparkException
     from pyspark.sql import SparkSession
 
     started = SparkSession.getActiveSession() is None
@@ -477,6 +484,9 @@ def _publish_spark(mechanism: Mechanism, source: str, output: Path, *, seed: int
                           domains=domains, observed_domains=observed_domains,
                           random_state=seed)
         target = release.save(output, overwrite=overwrite)
+    except PySparkException as exc:
+        # A failure inside Spark (a task's Python error, a lost executor): its first line.
+        raise SparkFailedError(f"Spark failed: {str(exc).strip().splitlines()[0]}") from None
     finally:
         if started:
             session.stop()

@@ -81,6 +81,10 @@ class SparkUnavailableError(PpdpError):
     """pyspark is not installed, or no Java runtime it can use is."""
 
 
+class SparkFailedError(PpdpError):
+    """Spark could not finish the work (its own error, named on one line)."""
+
+
 def require_pyspark() -> None:
     """Refuse, in one line, when pyspark is not installed."""
     try:
@@ -134,12 +138,11 @@ def spark_session(app_name: str = "ppdp") -> Any:
     require_java()
     from pyspark import SparkConf
 
-    configured = SparkConf()
-    builder = SparkSession.builder.appName(app_name)
-    if not configured.contains("spark.master") and not os.environ.get("MASTER"):
+    master = SparkConf().get("spark.master", None) or os.environ.get("MASTER")
+    builder = SparkSession.builder.appName(app_name).master(master or "local[*]")
+    if (master or "local").startswith("local"):
         # Local workers run this interpreter (where ppdp is) unless told otherwise.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        builder = builder.master("local[*]")
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
@@ -213,9 +216,16 @@ class SparkSource:
                               f"integers and no missing value")
         self.n_rows = int(checked["rows"])
         columns, self._marginals = [], {}
-        for name in names:
-            counted = frame.groupBy(name).count().toArrow()
-            values, cells = counted.column(name).combine_chunks(), counted.column("count")
+        # Every column's distinct values and their counts in one scan (a grouping set a
+        # column): the sum of the domains' sizes reaches the driver.
+        flags = [f"__grouped{index}" for index in range(len(names))]
+        counted = frame.groupingSets([[name] for name in names], *names).agg(
+            F.count(F.lit(1)).alias("count"),
+            *(F.grouping(name).alias(flag) for name, flag in zip(names, flags, strict=True))
+        ).toArrow()
+        for name, flag in zip(names, flags, strict=True):
+            mine = counted.filter(pc.equal(counted.column(flag), 0))
+            values, cells = mine.column(name).combine_chunks(), mine.column("count")
             if values.null_count:
                 missing = pc.sum(pc.filter(cells, pc.is_null(values))).as_py()
                 raise SchemaError(f"column {name!r} has {missing} missing values; drop or "
