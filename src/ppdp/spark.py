@@ -184,6 +184,15 @@ def _codes(column: Column, values: pa.Array) -> np.ndarray:
         .to_numpy(zero_copy_only=False).astype(np.int64)
 
 
+def _in_domain(column: Column, codes: np.ndarray) -> np.ndarray:
+    """Codes in the column's type, refused when a value lies outside the domain (the input
+    changed since its domains were read)."""
+    if codes.size and codes.min() < 0:
+        raise SchemaError(f"column {column.name!r} holds a value outside its domain or a "
+                          f"missing value (did the input change since it was read?)")
+    return codes.astype(column.dtype)
+
+
 class SparkSource:
     """A Spark DataFrame as a `ppdp.sources.Source` whose schema, row count and contingency
     tables are Spark aggregations; its rows stay in Spark (no ``batches``: only plans
@@ -409,8 +418,8 @@ def _published(plan: RowPlan, source: SparkSource, ranks: KeyedStream
             ids = batch.column(row_id).to_numpy().astype(np.int64)
             order = np.argsort(ids, kind="stable")
             ids = ids[order]
-            codes = {c.name: _codes(c, batch.column(c.name).take(pa.array(order)))
-                     .astype(c.dtype) for c in inputs}
+            codes = {c.name: _in_domain(c, _codes(c, batch.column(c.name).take(
+                pa.array(order)))) for c in inputs}
             bounds = np.concatenate([[0], np.flatnonzero(np.diff(ids) != 1) + 1, [len(ids)]])
             for first, end in itertools.pairwise(bounds.tolist()):
                 start = ids[first]

@@ -62,3 +62,22 @@ def test_spark_engine_refusals(spark, tmp_path):
     assert result.exit_code == 2
     assert "error: splu does not run on Spark yet" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_a_spark_failure_is_one_error_line(spark, tmp_path, monkeypatch):
+    from pyspark.errors import PySparkRuntimeError
+
+    import ppdp.spark
+
+    def failing(*args, **kwargs):
+        raise PySparkRuntimeError("PYTHON_EXCEPTION", {})
+
+    monkeypatch.setattr(ppdp.spark, "publish", failing)
+    parquet = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"a": [1, 2], "b": [3, 4]}), parquet)
+    result = CliRunner().invoke(app, ["publish", str(parquet), "-m", "dbr", "-s", "b",
+                                      "--observed-domains", "--engine", "spark",
+                                      "-o", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert "error: Spark failed: " in result.output
+    assert "Traceback" not in result.output

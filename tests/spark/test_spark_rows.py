@@ -6,6 +6,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -125,3 +126,24 @@ def test_refusals(spark, input_folder, domains):
     with pytest.raises(SparkUnavailableError, match="summary passes"):
         publish(PerturbationPartitioning(rho1=0.077, rho2=0.2), frame, sensitive="occupation",
                 domains=domains)
+
+
+def test_a_named_row_id_column(spark, input_folder, adult_rows, domains, tmp_path):
+    table = read_table(adult_rows, sensitive="occupation", domains=domains)
+    DBR().publish(table, random_state=SEED).save(tmp_path / "memory")
+    frame = read_parquet(spark, input_folder).withColumnRenamed(ROW_ID, "id").repartition(3)
+    publish(DBR(), frame, sensitive="occupation", domains=domains, row_id="id",
+            random_state=SEED).save(tmp_path / "spark")
+    assert release_files(tmp_path / "spark") == release_files(tmp_path / "memory")
+
+
+def test_a_value_outside_the_domain_is_refused_in_the_kernel():
+    # The plan is built from the domains found first; a row that then holds another value (an
+    # input that changed) fails its task instead of being published with a wrong code.
+    from ppdp.spark import _in_domain
+    from ppdp.table import Column
+
+    sex = Column("sex", "quasi-identifier", ("Female", "Male"))
+    assert _in_domain(sex, np.array([1, 0, 1])).tolist() == [1, 0, 1]
+    with pytest.raises(SchemaError, match="'sex' holds a value outside its domain"):
+        _in_domain(sex, np.array([1, -1, 0]))
