@@ -384,8 +384,9 @@ def publish(mechanism: Mechanism, frame: Any, *, sensitive: Sequence[str] | str 
     """Publish a Spark DataFrame with a row-local mechanism (uniform, dbr, frapp).
 
     ``row_id`` names the column of stable row ids (see the module); the roles and declared
-    domains are those `ppdp.read_table` takes. The same ``random_state`` gives the same
-    release files as ``mechanism.publish(table)`` on the same rows in row-id order."""
+    domains are those `ppdp.read_table` takes. When the row ids are the rows' positions
+    ``0 .. n - 1`` (as `read_parquet`'s are), the same ``random_state`` gives the same release
+    files as ``mechanism.publish(table)`` on the rows in that order."""
     require_pyspark()
     if not hasattr(mechanism, "row_plan"):
         raise SparkUnavailableError(f"{mechanism.name} does not run on Spark yet (only the "
