@@ -458,6 +458,7 @@ def _publish_spark(mechanism: Mechanism, source: str, output: Path, *, seed: int
     """Publish a Parquet file or folder on Spark, saying on which master, and summarise it."""
     from ppdp.spark import (
         SparkFailedError,
+        failure_message,
         publish,
         read_parquet,
         require_pyspark,
@@ -486,7 +487,7 @@ def _publish_spark(mechanism: Mechanism, source: str, output: Path, *, seed: int
         target = release.save(output, overwrite=overwrite)
     except PySparkException as exc:
         # A failure inside Spark (a task's Python error, a lost executor): its first line.
-        raise SparkFailedError(f"Spark failed: {str(exc).strip().splitlines()[0]}") from None
+        raise SparkFailedError(f"Spark failed: {failure_message(exc)}") from None
     finally:
         if started:
             session.stop()

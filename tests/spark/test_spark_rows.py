@@ -17,7 +17,13 @@ from ppdp.errors import SchemaError
 from ppdp.io import read_table
 from ppdp.keyed import make_key
 from ppdp.mechanisms import DBR, FRAPP, PerturbationPartitioning, UniformPerturbation
-from ppdp.spark import ROW_ID, SparkUnavailableError, publish, read_parquet
+from ppdp.spark import (
+    ROW_ID,
+    SparkUnavailableError,
+    failure_message,
+    publish,
+    read_parquet,
+)
 
 MECHANISMS = {
     "uniform": lambda: UniformPerturbation(rho1=0.1, rho2=0.5),
@@ -116,12 +122,12 @@ def test_collecting_the_rows_fails(spark, input_folder):
         read_parquet(spark, input_folder).toArrow()
 
 
-def test_refusals(spark, input_folder, domains):
+def test_refusals(spark, input_folder, domains, tmp_path):
     frame = read_parquet(spark, input_folder)
     with pytest.raises(SchemaError, match="row-id column 'id'"):
         publish(DBR(), frame, sensitive="occupation", domains=domains, row_id="id")
     with pytest.raises(SchemaError, match="distinct non-negative"):
-        publish(DBR(), frame.withColumn(ROW_ID, frame[ROW_ID] % 10), sensitive="occupation",
+        publish(DBR(), frame.withColumn(ROW_ID, frame[ROW_ID] - 5), sensitive="occupation",
                 domains=domains)
     with pytest.raises(SparkUnavailableError, match="summary passes"):
         publish(PerturbationPartitioning(rho1=0.077, rho2=0.2), frame, sensitive="occupation",
@@ -147,3 +153,19 @@ def test_a_value_outside_the_domain_is_refused_in_the_kernel():
     assert _in_domain(sex, np.array([1, 0, 1])).tolist() == [1, 0, 1]
     with pytest.raises(SchemaError, match="'sex' holds a value outside its domain"):
         _in_domain(sex, np.array([1, -1, 0]))
+
+
+def test_repeated_row_ids_fail_the_save(spark, input_folder, domains, tmp_path):
+    from pyspark.errors import PySparkException
+
+    frame = read_parquet(spark, input_folder)
+    # Ids repeated far apart (in different files and tasks before the exchange).
+    repeated = frame.withColumn(ROW_ID, frame[ROW_ID] % 20_000).repartition(7)
+    release = publish(DBR(), repeated, sensitive="occupation", domains=domains,
+                      random_state=SEED)
+    with pytest.raises(PySparkException, match="repeats an id") as failed:
+        release.save(tmp_path / "release")
+    assert not (tmp_path / "release").exists()
+    # The CLI's one line: the task's error, not Spark's wrapping of it.
+    assert failure_message(failed.value) == (f"the row-id column {ROW_ID!r} repeats an id; it "
+                                             f"must hold distinct non-negative integers")
