@@ -289,9 +289,11 @@ def publish(
                                    "which values occur in the data")] = False,
     engine: Annotated[str, typer.Option(
         "--engine", help="memory (read the whole table), streaming (read the file in batches: "
-                         "memory bounded whatever its size) or auto (streaming for files of "
+                         "memory bounded whatever its size), auto (streaming for files of "
                          f"{STREAMING_FILE_BYTES >> 20} MB or more, or too large for the "
-                         "memory available)")] = "auto",
+                         "memory available) or spark (a Parquet file or folder on Spark: the "
+                         "master of the Spark configuration, else local[*]; uniform, dbr and "
+                         "frapp)")] = "auto",
     batch_rows: Annotated[int, typer.Option(
         "--batch-rows", min=1, help="rows per batch of the streaming engine")] = 1 << 20,
 ) -> None:
@@ -345,6 +347,15 @@ def publish(
             raise FileExistsError(f"{output} already exists; choose another directory or pass "
                                   f"--overwrite")
         require_replaceable_release(output)
+    _check_engine(engine, _PUBLISH_ENGINES)
+    if engine == "spark":
+        if drop_missing:
+            raise ValueError("--engine spark does not drop rows with missing values; drop or "
+                             "fill them in Spark first")
+        _publish_spark(instance, source, output, sensitive=sensitive, qi=qi,
+                       domains=declared, observed_domains=observed_domains, seed=seed,
+                       overwrite=overwrite)
+        return
     if _streaming(engine, source):
         _publish_streaming(instance, source, output, sensitive=sensitive, qi=qi,
                            drop_missing=drop_missing, sep=sep, domains=declared,
@@ -372,11 +383,13 @@ def publish(
 
 
 _ENGINES = ("auto", "memory", "streaming")
+_PUBLISH_ENGINES = (*_ENGINES, "spark")
+"""Counting has no Spark engine yet: only publishing runs on Spark."""
 
 
-def _check_engine(engine: str) -> None:
-    if engine not in _ENGINES:
-        raise ValueError(f"--engine must be one of {', '.join(_ENGINES)}, not {engine!r}")
+def _check_engine(engine: str, engines: Sequence[str] = _ENGINES) -> None:
+    if engine not in engines:
+        raise ValueError(f"--engine must be one of {', '.join(engines)}, not {engine!r}")
 
 
 def _streaming(engine: str, source: str) -> bool:
@@ -437,6 +450,48 @@ def _publish_streaming(mechanism: Mechanism, source: str, output: Path, *, seed:
     _print_saved_summary(mechanism, table, target, seeded=seed is not None)
     if views is not None:
         _print_view(views, state)
+
+
+def _publish_spark(mechanism: Mechanism, source: str, output: Path, *, seed: int | None,
+                   overwrite: bool, sensitive: str | None, qi: str | None,
+                   domains: Mapping[str, Any], observed_domains: bool) -> None:
+    """Publish a Parquet file or folder on Spark, saying on which master, and summarise it."""
+    from ppdp.spark import (
+        SparkFailedError,
+        failure_message,
+        publish,
+        read_parquet,
+        require_pyspark,
+        spark_session,
+    )
+
+    path = Path(source)
+    if not (path.is_dir() or path.suffix.lower() == ".parquet"):
+        raise ValueError(f"--engine spark reads a Parquet file or a folder of Parquet files; "
+                         f"{source!r} is not one")
+    if not path.exists():
+        raise FileNotFoundError(f"no such file or folder: {source}")
+    require_pyspark()
+    from pyspark.errors import PySparkException
+    from pyspark.sql import SparkSession
+
+    started = SparkSession.getActiveSession() is None
+    session = spark_session()
+    try:
+        Console(stderr=True, highlight=False).print(
+            f"publishing on Spark, master {session.sparkContext.master}")
+        release = publish(mechanism, read_parquet(session, path),
+                          sensitive=sensitive, quasi_identifiers=qi,
+                          domains=domains, observed_domains=observed_domains,
+                          random_state=seed)
+        target = release.save(output, overwrite=overwrite)
+    except PySparkException as exc:
+        # A failure inside Spark (a task's Python error, a lost executor): its first line.
+        raise SparkFailedError(f"Spark failed: {failure_message(exc)}") from None
+    finally:
+        if started:
+            session.stop()
+    _print_saved_summary(mechanism, release.source, target, seeded=seed is not None)
 
 
 def _print_view(views: ViewSequence, state: Path) -> None:

@@ -1,0 +1,171 @@
+"""The Spark executor of row plans against the in-memory one: the same key gives the same
+release files whatever the input's partitioning."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import ppdp
+import ppdp.plans
+from ppdp.errors import SchemaError
+from ppdp.io import read_table
+from ppdp.keyed import make_key
+from ppdp.mechanisms import DBR, FRAPP, PerturbationPartitioning, UniformPerturbation
+from ppdp.spark import (
+    ROW_ID,
+    SparkUnavailableError,
+    failure_message,
+    publish,
+    read_parquet,
+)
+
+MECHANISMS = {
+    "uniform": lambda: UniformPerturbation(rho1=0.1, rho2=0.5),
+    "dbr": DBR,
+    "frapp": lambda: FRAPP(k=0.01, gamma=0.2),
+}
+COLUMNS = ["age", "sex", "race", "salary-class", "workclass", "occupation"]
+SEED = 11
+
+
+@pytest.fixture(scope="module")
+def adult_rows() -> pa.Table:
+    """Adult's 30,162 rows (six columns), as values."""
+    with resources.as_file(resources.files(ppdp.datasets) / "adult.parquet") as path:
+        return pq.read_table(path, columns=COLUMNS)
+
+
+@pytest.fixture(scope="module")
+def domains() -> dict:
+    from ppdp.datasets import read_domains_file
+
+    with resources.as_file(resources.files(ppdp.datasets) / "adult.domains.json") as path:
+        return {name: domain for name, domain in read_domains_file(path).items()
+                if name in COLUMNS}
+
+
+@pytest.fixture(scope="module")
+def input_folder(adult_rows, tmp_path_factory) -> Path:
+    """Adult cut into three Parquet files of unequal sizes (rows in name order)."""
+    folder = tmp_path_factory.mktemp("adult-parts")
+    for name, (start, end) in {"a.parquet": (0, 9_000), "b.parquet": (9_000, 21_500),
+                               "c.parquet": (21_500, adult_rows.num_rows)}.items():
+        pq.write_table(adult_rows.slice(start, end - start), folder / name, row_group_size=4_000)
+    return folder
+
+
+def release_files(directory: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
+
+
+def test_row_ids_are_positions_in_file_name_order(spark, input_folder, adult_rows):
+    frame = read_parquet(spark, input_folder).repartition(5)
+    # Each row's id finds the row at that position of the files read in name order (the
+    # comparison runs in Spark; only the count of mismatches reaches the driver).
+    expected = spark.createDataFrame(
+        adult_rows.append_column(ROW_ID, pa.array(range(adult_rows.num_rows))))
+    assert frame.count() == adult_rows.num_rows
+    assert frame.exceptAll(expected).count() == 0
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+def test_spark_release_equals_in_memory_release(name, spark, input_folder, adult_rows, domains,
+                                                tmp_path, monkeypatch):
+    # Five parts of about 6,000 rows: the exchange by part and the per-part files are tested.
+    monkeypatch.setattr(ppdp.plans, "ROWS_PER_PART", 7_000)
+    table = read_table(adult_rows, sensitive="occupation", domains=domains)
+    MECHANISMS[name]().publish(table, random_state=SEED).save(tmp_path / "memory")
+    expected = release_files(tmp_path / "memory")
+    assert len([n for n in expected if n.startswith("rows-")]) == 5
+    for partitions in (1, 7, 12):
+        frame = read_parquet(spark, input_folder).repartition(partitions)
+        release = publish(MECHANISMS[name](), frame, sensitive="occupation", domains=domains,
+                          random_state=SEED)
+        assert release.n_rows == adult_rows.num_rows
+        release.save(tmp_path / f"spark-{partitions}")
+        assert release_files(tmp_path / f"spark-{partitions}") == expected, partitions
+
+
+def test_key_never_written(spark, input_folder, domains, tmp_path):
+    frame = read_parquet(spark, input_folder)
+    publish(DBR(), frame, sensitive="occupation", domains=domains,
+            random_state=SEED).save(tmp_path / "release")
+    key = make_key(SEED)
+    secrets = [key.to_bytes(16, "big"), key.to_bytes(16, "little"), str(key).encode(),
+               f"{key:x}".encode(), f"{key:032x}".encode()]
+    for content in release_files(tmp_path / "release").values():
+        assert not any(secret in content for secret in secrets)
+
+
+def test_release_rows_are_a_spark_frame_of_values(spark, input_folder, domains):
+    frame = read_parquet(spark, input_folder)
+    rows = publish(UniformPerturbation(rho1=0.1, rho2=0.5), frame, sensitive="occupation",
+                   domains=domains, random_state=SEED).rows
+    assert rows.columns == COLUMNS
+    assert rows.count() == 30_162
+    # The quasi-identifiers are published as they are: their counts by value are the input's.
+    published = rows.groupBy("sex").count().toArrow().sort_by("sex")
+    original = frame.groupBy("sex").count().toArrow().sort_by("sex")
+    assert published.equals(original)
+
+
+def test_collecting_the_rows_fails(spark, input_folder):
+    # The session's result limit is what the tests above rely on to show that the executor
+    # never brings rows to the driver.
+    with pytest.raises(Exception, match="maxResultSize"):
+        read_parquet(spark, input_folder).toArrow()
+
+
+def test_refusals(spark, input_folder, domains, tmp_path):
+    frame = read_parquet(spark, input_folder)
+    with pytest.raises(SchemaError, match="row-id column 'id'"):
+        publish(DBR(), frame, sensitive="occupation", domains=domains, row_id="id")
+    with pytest.raises(SchemaError, match="distinct non-negative"):
+        publish(DBR(), frame.withColumn(ROW_ID, frame[ROW_ID] - 5), sensitive="occupation",
+                domains=domains)
+    with pytest.raises(SparkUnavailableError, match="summary passes"):
+        publish(PerturbationPartitioning(rho1=0.077, rho2=0.2), frame, sensitive="occupation",
+                domains=domains)
+
+
+def test_a_named_row_id_column(spark, input_folder, adult_rows, domains, tmp_path):
+    table = read_table(adult_rows, sensitive="occupation", domains=domains)
+    DBR().publish(table, random_state=SEED).save(tmp_path / "memory")
+    frame = read_parquet(spark, input_folder).withColumnRenamed(ROW_ID, "id").repartition(3)
+    publish(DBR(), frame, sensitive="occupation", domains=domains, row_id="id",
+            random_state=SEED).save(tmp_path / "spark")
+    assert release_files(tmp_path / "spark") == release_files(tmp_path / "memory")
+
+
+def test_a_value_outside_the_domain_is_refused_in_the_kernel():
+    # The plan is built from the domains found first; a row that then holds another value (an
+    # input that changed) fails its task instead of being published with a wrong code.
+    from ppdp.spark import _in_domain
+    from ppdp.table import Column
+
+    sex = Column("sex", "quasi-identifier", ("Female", "Male"))
+    assert _in_domain(sex, np.array([1, 0, 1])).tolist() == [1, 0, 1]
+    with pytest.raises(SchemaError, match="'sex' holds a value outside its domain"):
+        _in_domain(sex, np.array([1, -1, 0]))
+
+
+def test_repeated_row_ids_fail_the_save(spark, input_folder, domains, tmp_path):
+    from pyspark.errors import PySparkException
+
+    frame = read_parquet(spark, input_folder)
+    # Ids repeated far apart (in different files and tasks before the exchange).
+    repeated = frame.withColumn(ROW_ID, frame[ROW_ID] % 20_000).repartition(7)
+    release = publish(DBR(), repeated, sensitive="occupation", domains=domains,
+                      random_state=SEED)
+    with pytest.raises(PySparkException, match="repeats an id") as failed:
+        release.save(tmp_path / "release")
+    assert not (tmp_path / "release").exists()
+    # The CLI's one line: the task's error, not Spark's wrapping of it.
+    assert failure_message(failed.value) == (f"the row-id column {ROW_ID!r} repeats an id; it "
+                                             f"must hold distinct non-negative integers")
