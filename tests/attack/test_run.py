@@ -25,7 +25,7 @@ def test_callable_entry_point_and_applicability(sample: ppdp.Table) -> None:
     assert [r.attack for r in report.results] == ["inference", "small_counts"]
     assert set(report.not_applicable) == set(ATTACKS) - {"inference", "small_counts"}
     for result in report.results:
-        assert result.adversary and result.source and result.seconds >= 0
+        assert result.adversary and result.source
         assert result.risk is not None and result.risk.shape == (sample.n_rows,)
     again = run_attacks(release, sample, random_state=1)
     assert [r.success for r in again.results] == [r.success for r in report.results]

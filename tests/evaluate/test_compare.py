@@ -141,7 +141,7 @@ def test_adult_results_hold_errors_by_count_time_size_and_predicted_error(adult_
         # The generated pools: 200 counts of 1-10, 200 of selectivity 0.5-5 % (151-1,508).
         assert entry["bands"][0] == {**entry["bands"][0], "band": "1-10", "queries": 200}
         assert sum(b["queries"] for b in entry["bands"]) == 400
-        assert entry["publish_seconds"] > 0 and entry["release_bytes"] > 0
+        assert entry["release_bytes"] > 0
         if entry["mechanism"] in ("uniform", "sdr"):
             predicted = entry["predicted"]
             assert predicted["scope"] == "values" and predicted["counts"] == 14
