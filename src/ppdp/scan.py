@@ -49,7 +49,7 @@ from ppdp.io import (
     text_rule,
 )
 from ppdp.sources import DEFAULT_BATCH_ROWS, Batch, read_ahead
-from ppdp.table import Schema, Table, encode_column
+from ppdp.table import Column, Schema, Table, encode_column
 
 __all__ = ["ScanSource", "scan_table"]
 
@@ -252,6 +252,18 @@ def _reader(source: Any, keep: list[str] | None, **options: Any) -> _Reader:
                     f"not {type(source).__name__}")
 
 
+def source_schema(columns: Sequence[Column], *, sensitive: Any, quasi_identifiers: Any,
+                  observed_domains: bool) -> Schema:
+    """The schema of a source read in batches: its columns with their roles, their domains
+    declared as observed when asked (`Table.declare_observed_domains`, which warns)."""
+    schema = Schema(tuple(columns)).with_roles(sensitive=sensitive,
+                                               quasi_identifiers=quasi_identifiers)
+    if observed_domains:
+        schema = Table(schema, {c.name: np.zeros(0, c.dtype) for c in schema.columns}) \
+            .declare_observed_domains().schema
+    return schema
+
+
 class ScanSource:
     """A table read in batches, encoded against domains found by a first pass (see module)."""
 
@@ -299,12 +311,9 @@ class ScanSource:
             raise SchemaError(f"cannot build a table from {reader.label}: it has no rows"
                               if not self._dropped else f"cannot build a table from "
                               f"{reader.label}: all rows held missing values")
-        schema = Schema(tuple(columns)).with_roles(sensitive=sensitive,
-                                                   quasi_identifiers=quasi_identifiers)
-        if observed_domains:
-            schema = Table(schema, {c.name: np.zeros(0, c.dtype) for c in schema.columns}) \
-                .declare_observed_domains().schema
-        self.schema = schema
+        self.schema = source_schema(columns, sensitive=sensitive,
+                                    quasi_identifiers=quasi_identifiers,
+                                    observed_domains=observed_domains)
         self._histograms: dict[tuple[str, ...], np.ndarray] = {}
 
     @property

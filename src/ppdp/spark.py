@@ -58,8 +58,9 @@ from ppdp.release import (
     write_row_counts,
 )
 from ppdp.row_counts import RowCounter
+from ppdp.scan import source_schema
 from ppdp.storage import commit_directory, staged_directory
-from ppdp.table import Column, Role, Schema, Table, encode_column
+from ppdp.table import Column, Role, encode_column
 
 if TYPE_CHECKING:
     from ppdp.mechanisms.base import Mechanism
@@ -253,12 +254,9 @@ class SparkSource:
             columns.append(column)
             self._marginals[name] = np.bincount(codes, weights=cells.to_numpy(),
                                                 minlength=column.size).astype(np.int64)
-        schema = Schema(tuple(columns)).with_roles(sensitive=sensitive,
-                                                   quasi_identifiers=quasi_identifiers)
-        if observed_domains:
-            schema = Table(schema, {c.name: np.zeros(0, c.dtype) for c in schema.columns}) \
-                .declare_observed_domains().schema
-        self.schema = schema
+        self.schema = source_schema(columns, sensitive=sensitive,
+                                    quasi_identifiers=quasi_identifiers,
+                                    observed_domains=observed_domains)
         self._histograms: dict[tuple[str, ...], np.ndarray] = {}
 
     @property
