@@ -52,6 +52,24 @@ class Pass(Protocol):
     def finish(self) -> None:
         """Turn what was taken in into the summary the kernel uses."""
 
+    def taken(self) -> Taken:
+        """What the batches taken in so far added up, for `merge` into another copy of the
+        pass (an executor whose batches are taken by copies in other processes)."""
+
+    def merge(self, taken: Taken) -> None:
+        """Add what a copy of this pass took in (as if its batches had been taken here)."""
+
+
+@dataclass(frozen=True)
+class Taken:
+    """What copies of a pass took in, in a form that adds up: a histogram, as the counts of
+    its non-empty ``cells`` (summed over copies), and ``rows`` collected (concatenated; 64-bit
+    integer columns; each copy's rows distinct from the others')."""
+
+    cells: np.ndarray
+    counts: np.ndarray
+    rows: dict[str, np.ndarray]
+
 
 @dataclass
 class RowPlan:
@@ -270,6 +288,34 @@ class QuotaAssignment:
             found = (cells[rows], draws[rows], rows + start)
             with self._lock:
                 self._collected.append(found)
+
+    def taken(self) -> Taken:
+        cells = np.flatnonzero(self._binned)
+        if self._collected:
+            collected = [np.concatenate(column) for column in zip(*self._collected, strict=True)]
+        else:
+            collected = [np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.int64)]
+        return Taken(cells, self._binned[cells],
+                     dict(zip(("cell", "key", "row"), collected, strict=True)))
+
+    def merge(self, taken: Taken) -> None:
+        with self._lock:
+            if self._stage == 0:
+                # A histogram's non-empty cells are distinct.
+                self._binned[taken.cells] += taken.counts
+            if len(taken.rows["row"]):
+                self._collected.append((taken.rows["cell"], taken.rows["key"],
+                                        taken.rows["row"]))
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy (such as one a Spark task takes its batches into) has a lock of its own.
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def finish(self) -> None:
         if self._stage == 0:
