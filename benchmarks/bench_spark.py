@@ -21,13 +21,14 @@ from importlib import resources
 
 import ppdp.datasets
 from ppdp.declared_domains import read_domains_file
-from ppdp.mechanisms import DBR, FRAPP, UniformPerturbation
+from ppdp.mechanisms import DBR, FRAPP, PerturbationPartitioning, UniformPerturbation
 from ppdp.spark import publish, read_parquet, require_java
 
 MECHANISMS = {
     "uniform": lambda: UniformPerturbation(rho1=0.1, rho2=0.5),
     "dbr": DBR,
     "frapp": lambda: FRAPP(k=0.01, gamma=0.2),
+    "sdr": lambda: PerturbationPartitioning(rho1=0.077, rho2=0.2),
 }
 
 

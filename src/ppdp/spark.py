@@ -10,7 +10,11 @@ Spark doing the work over the rows:
    rows are put in row-id order and cut into runs of consecutive row ids, and each run is
    published as ``kernel(codes, first row id)``, so the keyed draws are those of the
    in-memory executor whatever the partitioning;
-3. saving exchanges the published rows by part (``part_of`` their keyed rank), sorts each
+3. a plan's summary passes (sdr's `ppdp.plans.QuotaAssignment`) run in `mapInArrow` over the
+   same runs, each task taking its runs into a copy of the pass; the histograms the copies
+   took in are added up by a Spark aggregation and, with the rows they collected, merged
+   into the pass on the driver: the summary one pass over all the rows in order builds;
+4. saving exchanges the published rows by part (``part_of`` their keyed rank), sorts each
    part by (rank, row id) and writes it with `ppdp.release.write_parquet` on the executor
    that holds it: the same bytes as the other executors write; the digests and the counts of
    the distinct rows (`ppdp.row_counts`) come back to the driver, which writes
@@ -27,6 +31,7 @@ which hold only keys derived from it through BLAKE2b (`ppdp.keyed.stream_key`).
 
 from __future__ import annotations
 
+import copy
 import itertools
 import os
 import pickle
@@ -34,7 +39,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +50,7 @@ import pyarrow.compute as pc
 from ppdp.errors import PpdpError, SchemaError
 from ppdp.io import _check_columns
 from ppdp.keyed import KeyedStream, make_key
-from ppdp.plans import RowPlan, part_count, part_of
+from ppdp.plans import Pass, RowPlan, Taken, part_count, part_of
 from ppdp.randomness import RandomState
 from ppdp.release import (
     check_target,
@@ -75,6 +80,8 @@ _PART = "__part"
 _FILE = "__file"
 _INDEX = "__index"
 _OFFSET = "__offset"
+_CELL = "__cell"
+_COUNT = "__count"
 _TOP_BIT = np.uint64(1 << 63)
 
 
@@ -204,8 +211,8 @@ def _in_domain(column: Column, codes: np.ndarray) -> np.ndarray:
 
 class SparkSource:
     """A Spark DataFrame as a `ppdp.sources.Source` whose schema, row count and contingency
-    tables are Spark aggregations; its rows stay in Spark (no ``batches``: only plans
-    without summary passes run on it)."""
+    tables are Spark aggregations; its rows stay in Spark (no ``batches``: summary passes
+    run in Spark tasks, `_run_passes`)."""
 
     def __init__(self, frame: Any, *, sensitive: Sequence[str] | str | None = None,
                  quasi_identifiers: Sequence[str] | str | None = None,
@@ -389,7 +396,7 @@ def publish(mechanism: Mechanism, frame: Any, *, sensitive: Sequence[str] | str 
             quasi_identifiers: Sequence[str] | str | None = None,
             domains: Mapping[str, Sequence[Any]] | None = None, row_id: str = ROW_ID,
             observed_domains: bool = False, random_state: RandomState = None) -> SparkRelease:
-    """Publish a Spark DataFrame with a row-local mechanism (uniform, dbr, frapp).
+    """Publish a Spark DataFrame with a row-local mechanism (uniform, sdr, dbr, frapp).
 
     ``row_id`` names the column of stable row ids (see the module); the roles and declared
     domains are those `ppdp.read_table` takes. When the row ids are the rows' positions
@@ -398,15 +405,12 @@ def publish(mechanism: Mechanism, frame: Any, *, sensitive: Sequence[str] | str 
     require_pyspark()
     if not hasattr(mechanism, "row_plan"):
         raise SparkUnavailableError(f"{mechanism.name} does not run on Spark yet (only the "
-                                    f"row-local mechanisms uniform, dbr and frapp do)")
+                                    f"row-local mechanisms uniform, sdr, dbr and frapp do)")
     source = SparkSource(frame, sensitive=sensitive, quasi_identifiers=quasi_identifiers,
                          domains=domains, row_id=row_id, observed_domains=observed_domains)
     key = make_key(random_state)
     plan: RowPlan = mechanism.row_plan(source, key)
-    if plan.passes:
-        raise SparkUnavailableError(f"{mechanism.name} needs summary passes over the rows, "
-                                    f"which do not run on Spark yet (only uniform, dbr and "
-                                    f"frapp do)")
+    _run_passes(plan.passes, source)
     return SparkRelease(plan, source, *_published(plan, source, KeyedStream(key, "rank")))
 
 
@@ -427,39 +431,101 @@ def _published(plan: RowPlan, source: SparkSource, ranks: KeyedStream
     kernel, row_id = plan.kernel, source.row_id
 
     def publish_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        # A task's rows come sorted by id after a range exchange, which puts equal ids in one
-        # task: ids strictly increasing through every task are distinct in all.
-        previous = -1
-        for batch in batches:
-            ids = batch.column(row_id).to_numpy().astype(np.int64)
-            order = np.argsort(ids, kind="stable")
-            ids = ids[order]
-            if ids.size and (ids[0] <= previous or np.any(ids[1:] == ids[:-1])):
-                raise SchemaError(f"the row-id column {row_id!r} repeats an id; it must hold "
-                                  f"distinct non-negative integers")
-            previous = int(ids[-1]) if ids.size else previous
-            codes = {c.name: _in_domain(c, _codes(c, batch.column(c.name).take(
-                pa.array(order)))) for c in inputs}
-            bounds = np.concatenate([[0], np.flatnonzero(np.diff(ids) != 1) + 1, [len(ids)]])
-            for first, end in itertools.pairwise(bounds.tolist()):
-                start = ids[first]
-                rows = kernel({name: values[first:end] for name, values in codes.items()},
-                              int(start))
-                drawn = ranks.raw(int(start), end - first)
-                yield pa.record_batch({
-                    **{name: pa.array(rows[name].astype(kinds[name][0])) for name in outputs},
-                    # Signed, with the top bit flipped: Spark sorts it as the unsigned rank.
-                    _RANK: pa.array((drawn ^ _TOP_BIT).view(np.int64)),
-                    ROW_ID: pa.array(ids[first:end]),
-                    _PART: pa.array(part_of(drawn, parts).astype(np.int32))})
+        for start, ids, codes in _runs(batches, inputs, row_id):
+            rows = kernel(codes, start)
+            drawn = ranks.raw(start, len(ids))
+            yield pa.record_batch({
+                **{name: pa.array(rows[name].astype(kinds[name][0])) for name in outputs},
+                # Signed, with the top bit flipped: Spark sorts it as the unsigned rank.
+                _RANK: pa.array((drawn ^ _TOP_BIT).view(np.int64)),
+                ROW_ID: pa.array(ids),
+                _PART: pa.array(part_of(drawn, parts).astype(np.int32))})
 
     spark_schema = ", ".join([*(f"`{name}` {kinds[name][1]}" for name in outputs),
                               f"{_RANK} long", f"{ROW_ID} long", f"{_PART} int"])
-    # A range exchange by row id first: each task then holds runs of consecutive ids (a
-    # round-robin partitioning would leave runs of one row, one kernel call each).
-    frame = source.frame.select(*plan.input_columns, row_id) \
-        .repartitionByRange(row_id).sortWithinPartitions(row_id)
-    return frame.mapInArrow(publish_batches, spark_schema), dtypes
+    return _in_runs(source, plan.input_columns).mapInArrow(publish_batches, spark_schema), \
+        dtypes
+
+
+def _in_runs(source: SparkSource, columns: Sequence[str]) -> Any:
+    """The columns and row id, exchanged by range of row id and sorted by it in each task."""
+    # Each task then holds runs of consecutive ids (a round-robin partitioning would leave
+    # runs of one row, one kernel call each).
+    return source.frame.select(*columns, source.row_id) \
+        .repartitionByRange(source.row_id).sortWithinPartitions(source.row_id)
+
+
+def _runs(batches: Iterator[pa.RecordBatch], columns: Sequence[Column], row_id: str
+          ) -> Iterator[tuple[int, np.ndarray, dict[str, np.ndarray]]]:
+    """A task's rows as runs of consecutive row ids: the first id, the ids and the codes of
+    the columns (refused when an id repeats)."""
+    # A task's rows come sorted by id after a range exchange, which puts equal ids in one
+    # task: ids strictly increasing through every task are distinct in all.
+    previous = -1
+    for batch in batches:
+        ids = batch.column(row_id).to_numpy().astype(np.int64)
+        order = np.argsort(ids, kind="stable")
+        ids = ids[order]
+        if ids.size and (ids[0] <= previous or np.any(ids[1:] == ids[:-1])):
+            raise SchemaError(f"the row-id column {row_id!r} repeats an id; it must hold "
+                              f"distinct non-negative integers")
+        previous = int(ids[-1]) if ids.size else previous
+        codes = {c.name: _in_domain(c, _codes(c, batch.column(c.name).take(pa.array(order))))
+                 for c in columns}
+        bounds = np.concatenate([[0], np.flatnonzero(np.diff(ids) != 1) + 1, [len(ids)]])
+        for first, end in itertools.pairwise(bounds.tolist()):
+            yield int(ids[first]), ids[first:end], {name: values[first:end]
+                                                    for name, values in codes.items()}
+
+
+def _run_passes(passes: Sequence[Pass], source: SparkSource) -> None:
+    """Run a plan's summary passes where the rows are: each task takes its runs of rows into
+    a copy of the pass and returns what it took in (`ppdp.plans.Taken`); the histograms are
+    added up by a Spark aggregation, and only the added-up histogram and the collected rows
+    reach the driver, which merges them into the pass before ``finish``."""
+    from pyspark.sql import functions as F
+
+    for step in passes:
+        if not step.needed:
+            continue
+        columns = [source.schema[name] for name in step.columns]
+        # The collected rows' columns, as the driver's copy (which took in nothing) has them.
+        kinds = {name: values.dtype for name, values in step.taken().rows.items()}
+        schema = ", ".join(f"`{name}` long" for name in (_CELL, _COUNT, *kinds))
+        # Histogram cells are summed over the tasks; collected rows (distinct) pass as they
+        # are: at most the histogram's cells plus the collected rows reach the driver.
+        added = (_in_runs(source, step.columns)
+                 .mapInArrow(_taking(step, columns, source.row_id, list(kinds)), schema)
+                 .groupBy(_CELL, *kinds).agg(F.sum(_COUNT).alias(_COUNT)).toArrow())
+        binned = pc.is_valid(added.column(_CELL))
+        cells, rows = added.filter(binned), added.filter(pc.invert(binned))
+        step.merge(Taken(cells.column(_CELL).to_numpy(), cells.column(_COUNT).to_numpy(),
+                         {name: rows.column(name).to_numpy().view(kind)
+                          for name, kind in kinds.items()}))
+        step.finish()
+
+
+def _taking(step: Pass, columns: Sequence[Column], row_id: str, names: Sequence[str]
+            ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The task of a summary pass: its runs of rows taken into a fresh copy of the pass,
+    then what it took in, the histogram's cells and the collected rows (``names``), as
+    batches of 64-bit columns."""
+
+    def take(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        mine = copy.deepcopy(step)
+        for start, _, codes in _runs(batches, columns, row_id):
+            mine.update(start, codes)
+        taken = mine.taken()
+        absent = pa.nulls(len(taken.cells), pa.int64())
+        yield pa.record_batch({_CELL: pa.array(taken.cells.astype(np.int64)),
+                               _COUNT: pa.array(taken.counts.astype(np.int64)),
+                               **{name: absent for name in names}})
+        absent = pa.nulls(len(taken.rows[names[0]]), pa.int64())
+        yield pa.record_batch({_CELL: absent, _COUNT: absent,
+                               **{name: pa.array(taken.rows[name].view(np.int64))
+                                  for name in names}})
+
+    return take
 
 
 def _signed(largest: int) -> tuple[type[np.signedinteger], str]:

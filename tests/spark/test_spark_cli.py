@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from typer.testing import CliRunner
 
 import ppdp
 from ppdp.cli import app
 from ppdp.declared_domains import read_domains_file
 from ppdp.io import read_table
-from ppdp.mechanisms import DBR
+from ppdp.mechanisms import DBR, PerturbationPartitioning
 
 COLUMNS = ["age", "sex", "race", "occupation"]
 
@@ -23,7 +24,12 @@ def release_files(directory: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
 
 
-def test_publish_on_spark_equals_in_memory(spark, tmp_path):
+@pytest.mark.parametrize(("name", "options", "mechanism"), [
+    ("dbr", [], DBR),
+    ("sdr", ["-p", "rho1=0.077", "-p", "rho2=0.2"],
+     lambda: PerturbationPartitioning(rho1=0.077, rho2=0.2)),
+])
+def test_publish_on_spark_equals_in_memory(name, options, mechanism, spark, tmp_path):
     with resources.as_file(resources.files(ppdp.datasets) / "adult.parquet") as path:
         rows = pq.read_table(path, columns=COLUMNS).slice(0, 5_000)
     with resources.as_file(resources.files(ppdp.datasets) / "adult.domains.json") as path:
@@ -35,14 +41,15 @@ def test_publish_on_spark_equals_in_memory(spark, tmp_path):
     folder.mkdir()
     pq.write_table(rows.slice(0, 2_000), folder / "part-0.parquet")
     pq.write_table(rows.slice(2_000), folder / "part-1.parquet")
-    result = CliRunner().invoke(app, ["publish", str(folder), "-m", "dbr", "-s", "occupation",
-                                      "--domains", str(domains_file), "--engine", "spark",
-                                      "--seed", "3", "-o", str(tmp_path / "spark")])
+    result = CliRunner().invoke(app, ["publish", str(folder), "-m", name, *options,
+                                      "-s", "occupation", "--domains", str(domains_file),
+                                      "--engine", "spark", "--seed", "3",
+                                      "-o", str(tmp_path / "spark")])
     assert result.exit_code == 0, result.output
     assert "publishing on Spark, master local[2]" in result.output
-    assert "published dbr release of 5000 rows" in result.output
+    assert f"published {name} release of 5000 rows" in result.output
     table = read_table(rows, sensitive="occupation", domains=read_domains_file(domains_file))
-    DBR().publish(table, random_state=3).save(tmp_path / "memory")
+    mechanism().publish(table, random_state=3).save(tmp_path / "memory")
     assert release_files(tmp_path / "spark") == release_files(tmp_path / "memory")
 
 
