@@ -132,6 +132,38 @@ def test_quotas_do_not_depend_on_the_predicted_bins(missed, monkeypatch):
     assert np.array_equal(assign(values, counts, 9, 6_000), plain)
 
 
+@pytest.mark.parametrize("missed", [1e-6, 0.3])
+def test_copies_taking_batches_apart_merge_into_one_pass(missed, monkeypatch):
+    """Copies of the pass (deep copies, as a Spark task makes of the pass it gets) each take
+    some batches; their `taken` merged in another order give the labels of one pass over the
+    rows in order, with the second pass needed (0.3) or not."""
+    import copy
+
+    monkeypatch.setattr(QuotaAssignment, "_COLLECTED_ROWS", 64)
+    monkeypatch.setattr(QuotaAssignment, "_MISSED", missed)
+    rng = np.random.default_rng(5)
+    values = rng.integers(0, 6, 50_000)
+    counts = np.array([rng.multinomial(f, [0.2, 0.001, 0.5, 0.299])
+                       for f in np.bincount(values, minlength=6)]).T
+    expected = assign(values, counts, 9, len(values))
+    assignment = QuotaAssignment(KeyedStream(9, "quota"), counts, lambda c: c["v"], ["v"])
+    runs = [(start, {"v": values[start:start + 7_000]}) for start in range(0, 50_000, 7_000)]
+    ran = 0
+    for step in assignment.passes:
+        if not step.needed:
+            continue
+        ran += 1
+        copies = [copy.deepcopy(step) for _ in range(3)]
+        for index, (start, codes) in enumerate(runs):
+            copies[index % 3].update(start, codes)
+        for taker in reversed(copies):
+            step.merge(taker.taken())
+        step.finish()
+    assert ran == (2 if missed > 1e-6 else 1)
+    labels = np.concatenate([assignment.labels(start, codes) for start, codes in runs])
+    assert np.array_equal(labels, expected)
+
+
 def test_quotas_choose_rows_at_random():
     """Rows of a value get label i with probability counts[i, x]/f_x: over 2000 keys each
     row's share is within 5 binomial sds (sqrt(0.3 * 0.7 / 2000) = 0.010) of 0.3."""
