@@ -6,8 +6,9 @@
 Starts one Spark session (its time printed), then publishes the file ``--runs`` times with
 the mechanism (Adult's columns, ``occupation`` sensitive, the bundled codebook domains,
 seed 1) and saves each release over the last: per run, the time of the aggregations that
-build the plan and the time of the save (kernel, exchanges, writing the parts). The first run
-also pays the start of Spark's Python workers. Inputs: ``generate_data.py --kind adult``.
+build the plan (with sdr's quota passes) and the time of the save (kernel, exchanges,
+writing the parts). The first run also pays the start of Spark's Python workers. Inputs:
+``generate_data.py --kind adult``.
 """
 
 from __future__ import annotations
