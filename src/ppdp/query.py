@@ -1847,16 +1847,7 @@ class ScanCube(Cube):
 
     def _check(self, digests: Mapping[FileIdentity, str] | None,
                row_counts: pa.Table | None) -> None:
-        metadata = [pq.read_metadata(path) for path in self.paths]
-        found = sum(m.num_rows for m in metadata)
-        if found != self.n_rows:
-            raise ValueError(f"expected {self.n_rows} rows, found {found}")
-        for part in metadata:
-            schema = part.schema.to_arrow_schema()
-            for name, domain in self.domains.items():
-                if name not in schema.names:
-                    raise ValueError(f"column {name!r} is missing")
-                _check_stored_type(name, schema.field(name).type, domain.type)
+        self._check_footers()
         if row_counts is not None:
             self._summaries = self._counted(row_counts)
             return
@@ -1870,6 +1861,20 @@ class ScanCube(Cube):
         self._summaries = self._summarize()
         if key is not None:
             self._write_cache(key)
+
+    def _check_footers(self) -> None:
+        """Check the files' footers: ``n_rows`` rows in all, every column, in a stored type
+        its domain's values can be read from."""
+        metadata = [pq.read_metadata(path) for path in self.paths]
+        found = sum(m.num_rows for m in metadata)
+        if found != self.n_rows:
+            raise ValueError(f"expected {self.n_rows} rows, found {found}")
+        for part in metadata:
+            schema = part.schema.to_arrow_schema()
+            for name, domain in self.domains.items():
+                if name not in schema.names:
+                    raise ValueError(f"column {name!r} is missing")
+                _check_stored_type(name, schema.field(name).type, domain.type)
 
     def _counted(self, row_counts: pa.Table) -> list[Summary]:
         """The summaries of the files' rows from the counts of their distinct rows that the
