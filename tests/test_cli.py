@@ -430,9 +430,12 @@ def test_publish_engine_is_checked(tmp_path):
                  "--engine", "cluster")
     assert result.exit_code == 2 and "--engine must be one of auto, memory, streaming, spark" \
         in result.output
-    # Counting has no Spark engine (yet): refused, not answered in memory.
+    result = invoke("count", "adult", "age < 30", "--engine", "cluster")
+    assert result.exit_code == 2 and "--engine must be one of auto, memory, streaming, spark" \
+        in result.output
+    # Spark counts on a release only: on data, refused, not answered in memory.
     result = invoke("count", "adult", "age < 30", "--engine", "spark")
-    assert result.exit_code == 2 and "--engine must be one of auto, memory, streaming," \
+    assert result.exit_code == 2 and "--engine spark counts on a release directory" \
         in result.output
 
 

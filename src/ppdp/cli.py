@@ -31,7 +31,7 @@ from ppdp.jsonable import json_ready
 if TYPE_CHECKING:
     from ppdp.mechanisms.alphabeta import AlphaBeta, ViewSequence
     from ppdp.mechanisms.base import Mechanism, Progress
-    from ppdp.release import Estimate, GroupedEstimate
+    from ppdp.release import Estimate, GroupedEstimate, Release
     from ppdp.sources import Source
     from ppdp.table import Table
 
@@ -347,7 +347,7 @@ def publish(
             raise FileExistsError(f"{output} already exists; choose another directory or pass "
                                   f"--overwrite")
         require_replaceable_release(output)
-    _check_engine(engine, _PUBLISH_ENGINES)
+    _check_engine(engine, _SPARK_ENGINES)
     if engine == "spark":
         if drop_missing:
             raise ValueError("--engine spark does not drop rows with missing values; drop or "
@@ -383,8 +383,8 @@ def publish(
 
 
 _ENGINES = ("auto", "memory", "streaming")
-_PUBLISH_ENGINES = (*_ENGINES, "spark")
-"""Counting has no Spark engine yet: only publishing runs on Spark."""
+_SPARK_ENGINES = (*_ENGINES, "spark")
+"""Publishing a Parquet input, and counting on a release, also run on Spark."""
 
 
 def _check_engine(engine: str, engines: Sequence[str] = _ENGINES) -> None:
@@ -606,7 +606,8 @@ def count(
     engine: Annotated[str, typer.Option(
         "--engine", help="with --mechanism laplace on a file: memory (read the whole table), "
                          "streaming (count in passes over batches, never holding the rows) "
-                         "or auto (streaming for large files, as publish)")] = "auto",
+                         "or auto (streaming for large files, as publish); on a release: "
+                         "spark (count its rows with Spark aggregations) or auto")] = "auto",
     batch_rows: Annotated[int, typer.Option(
         "--batch-rows", min=1, help="rows per batch of the streaming engine")] = 1 << 20,
 ) -> None:
@@ -626,7 +627,7 @@ def count(
     """
     from ppdp.progress import status
 
-    _check_engine(engine)
+    _check_engine(engine, _SPARK_ENGINES)
     with status(f"counting on {source}"):
         answer = _count(source, query, mechanism=mechanism, param=param, seed=seed,
                         sensitive=sensitive, drop_missing=drop_missing, sep=sep,
@@ -648,21 +649,15 @@ def _count(source: str, query: str, *, mechanism: str | None, param: Sequence[st
         if mechanism is not None or param or seed is not None:
             raise ValueError(f"{source} is a release directory: its mechanism is fixed, so "
                              f"--mechanism, -p and --seed do not apply")
+        if engine == "spark":
+            return _count_spark(path, query, estimator)
         from ppdp.release import load_release
 
-        release = load_release(path)
-        if estimator is not None:
-            from ppdp.mechanisms.splu import ESTIMATORS, SpluRelease
-
-            if not isinstance(release, SpluRelease):
-                raise ValueError(f"--estimator applies to SPLU-Gen releases; {source} is a "
-                                 f"{release.mechanism} release")
-            if estimator not in ESTIMATORS:
-                raise ValueError(f"--estimator must be one of {', '.join(ESTIMATORS)}, got "
-                                 f"{estimator!r}")
-            release.estimator = estimator
-        answer = release.count(query)
+        answer = _count_release(load_release(path), source, query, estimator)
     else:
+        if engine == "spark":
+            raise ValueError("--engine spark counts on a release directory; publish one "
+                             "first (ppdp publish ... --engine spark -o DIR)")
         if estimator is not None:
             raise ValueError("--estimator applies to SPLU-Gen releases; on a data file the "
                              "count is exact")
@@ -695,6 +690,43 @@ def _count(source: str, query: str, *, mechanism: str | None, param: Sequence[st
             answer = table.count(query) if mechanism is None else \
                 instance.publish(table, random_state=seed).count(query)
     return answer
+
+
+def _count_release(release: Release, source: str, query: str, estimator: str | None
+                   ) -> Estimate | GroupedEstimate:
+    """A release's answer to a count query, with the SPLU-Gen estimator asked for, if any."""
+    if estimator is not None:
+        from ppdp.mechanisms.splu import ESTIMATORS, SpluRelease
+
+        if not isinstance(release, SpluRelease):
+            raise ValueError(f"--estimator applies to SPLU-Gen releases; {source} is a "
+                             f"{release.mechanism} release")
+        if estimator not in ESTIMATORS:
+            raise ValueError(f"--estimator must be one of {', '.join(ESTIMATORS)}, got "
+                             f"{estimator!r}")
+        release.estimator = estimator
+    return release.count(query)
+
+
+def _count_spark(path: Path, query: str, estimator: str | None) -> Estimate | GroupedEstimate:
+    """A release's answer to a count query, its rows counted by Spark aggregations (on the
+    active session, or on one started for it and stopped after)."""
+    from ppdp.release import load_release
+    from ppdp.spark import SparkFailedError, failure_message, require_pyspark
+
+    require_pyspark()
+    from pyspark.errors import PySparkException
+    from pyspark.sql import SparkSession
+
+    started = SparkSession.getActiveSession() is None
+    try:
+        return _count_release(load_release(path, engine="spark"), str(path), query, estimator)
+    except PySparkException as exc:
+        raise SparkFailedError(f"Spark failed: {failure_message(exc)}") from None
+    finally:
+        active = SparkSession.getActiveSession()
+        if started and active is not None:
+            active.stop()
 
 
 def _print_answer(answer: Estimate | GroupedEstimate) -> None:

@@ -437,8 +437,20 @@ def require_replaceable_release(path: Path) -> None:
                            f"another output path")
 
 
-def load_release(directory: str | os.PathLike[str]) -> Release:
-    """Read a release directory written by `Release.save`, verifying every digest."""
+LOAD_ENGINES = ("auto", "spark")
+"""How a loaded release counts: ``auto`` from its tables in memory, or from streaming Polars
+aggregations over the files of its rows (`ppdp.query.ScanCube`); ``spark`` from Spark
+aggregations over the files of its rows (`ppdp.spark.SparkCube`)."""
+
+
+def load_release(directory: str | os.PathLike[str], engine: str = "auto") -> Release:
+    """Read a release directory written by `Release.save`, verifying every digest.
+
+    ``engine`` (one of `LOAD_ENGINES`) says what counts the rows of a release that publishes
+    rows: ``spark`` answers every count with Spark aggregations (on the active Spark session,
+    or one `ppdp.spark.spark_session` starts), the estimators unchanged."""
+    if engine not in LOAD_ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(LOAD_ENGINES)}, not {engine!r}")
     # Mechanism modules register their release classes on import.
     import ppdp.mechanisms  # noqa: F401
 
@@ -489,8 +501,13 @@ def load_release(directory: str | os.PathLike[str]) -> Release:
         n_rows = int(metadata["n_rows"])
     except (KeyError, TypeError, ValueError, SchemaError) as exc:
         raise ReleaseError(f"{meta_path} is incomplete or invalid: {exc}") from exc
-    # Without Polars there is no engine to count from the files: every table is read.
-    scanned = release_class.scanned if scan_engine_available() else frozenset()
+    if engine == "spark":
+        from ppdp.spark import spark_session
+
+        spark_session()  # refuses, in one line, without pyspark or Java
+    # Without Polars (or Spark) there is no engine to count from the files: every table is read.
+    scanned = release_class.scanned if engine == "spark" or scan_engine_available() \
+        else frozenset()
     tables: dict[str, pa.Table] = {}
     scans: dict[str, list[Path]] = {}
     part_rows: dict[str, tuple[int, ...]] = {}
@@ -511,6 +528,7 @@ def load_release(directory: str | os.PathLike[str]) -> Release:
                                f"{stem!r} have different columns: {_first_line(exc)}") from exc
     verified = _VERIFIED_DIGESTS.set(dict(zip(identities, digests.values(), strict=True)))
     counted = _ROW_COUNTS.set(tables.pop(ROW_COUNTS, None))
+    on_spark = _ON_SPARK.set(engine == "spark")
     try:
         release = release_class._from_files(schema, parameters, n_rows, tables, scans) \
             if scans else release_class._from_tables(schema, parameters, n_rows, tables)
@@ -520,6 +538,7 @@ def load_release(directory: str | os.PathLike[str]) -> Release:
     finally:
         _VERIFIED_DIGESTS.reset(verified)
         _ROW_COUNTS.reset(counted)
+        _ON_SPARK.reset(on_spark)
     release.name = root.resolve().name
     if len(part_rows.get("rows", ())) > 1:
         # Saved again, the rows keep their parts.
@@ -635,6 +654,10 @@ _ROW_COUNTS: ContextVar[pa.Table | None] = ContextVar("ppdp_row_counts", default
 """While `load_release` rebuilds a release: the counts of its distinct rows that its publisher
 wrote (`ppdp.row_counts`), handed to `scan_rows` like the verified digests."""
 
+_ON_SPARK: ContextVar[bool] = ContextVar("ppdp_on_spark", default=False)
+"""While `load_release` rebuilds a release with ``engine="spark"``: `scan_rows` counts on
+Spark."""
+
 
 def scan_rows(schema: Schema, paths: Sequence[Path], n_rows: int,
               extra: Mapping[str, pa.Array] | None = None,
@@ -645,8 +668,13 @@ def scan_rows(schema: Schema, paths: Sequence[Path], n_rows: int,
     Within `load_release`, the cube gets the counts of the rows' distinct rows that the
     publisher wrote, and counts from those without reading the rows; failing those, the files'
     verified digests, so that its check of the rows is read from the user's cache when the
-    same bytes were checked before."""
+    same bytes were checked before. Loaded with ``engine="spark"``, a `ppdp.spark.SparkCube`
+    instead, which counts with Spark and reads neither."""
     domains = {column.name: column.dictionary() for column in schema.columns}
+    if _ON_SPARK.get():
+        from ppdp.spark import SparkCube
+
+        return SparkCube(paths, {**domains, **(extra or {})}, n_rows, constants=constants)
     return ScanCube(paths, {**domains, **(extra or {})}, n_rows, constants=constants,
                     digests=_VERIFIED_DIGESTS.get(), row_counts=_ROW_COUNTS.get())
 

@@ -51,6 +51,7 @@ from ppdp.errors import PpdpError, SchemaError
 from ppdp.io import _check_columns
 from ppdp.keyed import KeyedStream, make_key
 from ppdp.plans import Pass, RowPlan, Taken, part_count, part_of
+from ppdp.query import FileIdentity, ScanCube, encode_values
 from ppdp.randomness import RandomState
 from ppdp.release import (
     check_target,
@@ -287,6 +288,44 @@ class SparkSource:
                 cells, weights=counted.column("count").to_numpy(),
                 minlength=int(np.prod(sizes))).astype(np.int64).reshape(sizes)
         return self._histograms[columns]
+
+
+class SparkCube(ScanCube):
+    """A loaded release's rows as a Cube whose contingency tables are Spark aggregations over
+    its Parquet files: a table over some columns is one ``groupBy(columns).count()``, and only
+    the value combinations found, with their counts, reach the driver (at most the table's
+    cells); the release's estimators read the tables as from any Cube.
+
+    Loading checks the files' footers (rows, columns, stored types) as a `ScanCube` does, but
+    reads no row and keeps no summary: every table is counted by Spark, each value checked
+    against its domain as it reaches the driver. Conditions, GROUP BY and `prefetch` work as
+    on a ScanCube, their tables counted this way."""
+
+    def _check(self, digests: Mapping[FileIdentity, str] | None,
+               row_counts: pa.Table | None) -> None:
+        self._check_footers()
+
+    def _aggregate(self, groups: Sequence[Sequence[str]]
+                   ) -> list[tuple[dict[str, np.ndarray], np.ndarray]]:
+        """For each group of columns, its distinct value combinations (as codes) and their
+        row counts: one Spark aggregation per group."""
+        from pyspark.errors import PySparkException
+        from pyspark.sql import functions as F
+
+        self._require_unchanged()
+        results = []
+        try:
+            frame = spark_session().read.parquet(*self.paths)
+            for columns in groups:
+                # Longer than every column name: the count cannot clash with a grouped column.
+                count = "_" * (1 + max(len(c) for c in columns))
+                counted = frame.groupBy(*columns).agg(F.count(F.lit(1)).alias(count)).toArrow()
+                results.append(({c: encode_values(c, counted.column(c), self.domains[c])
+                                 for c in columns},
+                                counted.column(count).to_numpy().astype(np.int64)))
+        except PySparkException as exc:
+            raise SparkFailedError(f"Spark failed: {failure_message(exc)}") from None
+        return results
 
 
 class SparkRelease:

@@ -1,0 +1,65 @@
+"""``load_release(path, engine="spark")`` and ``ppdp count --engine spark``: counts from Spark
+aggregations over a release's rows equal those of the in-memory release."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import ppdp.datasets
+from ppdp.cli import app
+from ppdp.mechanisms import DBR, FRAPP, PerturbationPartitioning, UniformPerturbation
+from ppdp.release import load_release
+from ppdp.spark import SparkCube
+
+COLUMNS = ["age", "sex", "race", "occupation"]
+
+QUERIES = [
+    "sex = 'Female'",
+    "age >= 40 AND occupation IN ('Sales', 'Craft-repair')",
+    "age < 30 OR race = 'White'",
+    "SELECT COUNT(*) FROM t WHERE age >= 40 GROUP BY sex, occupation",
+]
+
+MECHANISMS = {
+    "uniform": lambda: UniformPerturbation(rho1=0.077, rho2=0.2),
+    "sdr": lambda: PerturbationPartitioning(rho1=0.077, rho2=0.2),
+    "dbr": DBR,
+    "frapp": lambda: FRAPP(k=0.3, gamma=0.2),
+}
+
+
+@pytest.fixture(scope="module")
+def adult():
+    return ppdp.datasets.adult(sensitive="occupation").select(COLUMNS).take(np.arange(5_000))
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+def test_spark_counts_equal_in_memory(name, adult, spark, tmp_path):
+    release = MECHANISMS[name]().publish(adult, random_state=5)
+    release.save(tmp_path / name)
+    on_spark = load_release(tmp_path / name, engine="spark")
+    assert any(isinstance(value, SparkCube) for value in vars(on_spark).values())
+    for query in QUERIES:
+        assert on_spark.count(query).to_dict() == release.count(query).to_dict(), query
+    result = CliRunner().invoke(app, ["count", str(tmp_path / name), QUERIES[-1],
+                                      "--engine", "spark", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == json.loads(json.dumps(
+        release.count(QUERIES[-1]).to_dict()))
+
+
+def test_spark_engine_checks_digests_and_refuses_data_files(adult, spark, tmp_path):
+    DBR().publish(adult, random_state=1).save(tmp_path / "dbr")
+    rows = next(path for path in (tmp_path / "dbr").iterdir() if path.name.startswith("rows"))
+    rows.write_bytes(rows.read_bytes()[:-1] + b"x")
+    result = CliRunner().invoke(app, ["count", str(tmp_path / "dbr"), "sex = 'Female'",
+                                      "--engine", "spark"])
+    assert result.exit_code == 2
+    assert "does not match the digest" in result.output
+    result = CliRunner().invoke(app, ["count", "adult", "sex = 'Female'", "--engine", "spark"])
+    assert result.exit_code == 2
+    assert "error: --engine spark counts on a release directory" in result.output
