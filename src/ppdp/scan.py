@@ -48,7 +48,7 @@ from ppdp.io import (
     decoding_error,
     text_rule,
 )
-from ppdp.sources import DEFAULT_BATCH_ROWS, Batch, read_ahead
+from ppdp.sources import DEFAULT_BATCH_ROWS, Batch, MarginalSource, read_ahead
 from ppdp.table import Column, Schema, Table, encode_column
 
 __all__ = ["ScanSource", "scan_table"]
@@ -264,7 +264,7 @@ def source_schema(columns: Sequence[Column], *, sensitive: Any, quasi_identifier
     return schema
 
 
-class ScanSource:
+class ScanSource(MarginalSource):
     """A table read in batches, encoded against domains found by a first pass (see module)."""
 
     def __init__(self, reader: _Reader, *, na: list[str], missing: str,
@@ -495,19 +495,11 @@ class ScanSource:
                 raise self._outside_error(name, codes[name], batch.column(name))
         return {name: codes[name].astype(self.schema[name].dtype) for name in names}
 
-    def histogram(self, columns: Sequence[str]) -> np.ndarray:
-        """Counts over the product of the columns' domains, from one pass (kept)."""
-        columns = tuple(columns)
-        if not columns:
-            return np.asarray(self.n_rows)
-        if len(columns) == 1:
-            return self._marginals[columns[0]]
-        if columns not in self._histograms:
-            sizes = [self.schema[c].size for c in columns]
-            counts = np.zeros(int(np.prod(sizes)), dtype=np.int64)
-            for _, codes in self.batches(DEFAULT_BATCH_ROWS, columns):
-                key = np.ravel_multi_index(tuple(codes[c] for c in columns), sizes)
-                counts += np.bincount(key, minlength=len(counts))
-            self._histograms[columns] = counts.reshape(sizes)
-        return self._histograms[columns]
+    def _count(self, columns: tuple[str, ...], sizes: list[int]) -> np.ndarray:
+        """One pass over the columns' batches."""
+        counts = np.zeros(int(np.prod(sizes)), dtype=np.int64)
+        for _, codes in self.batches(DEFAULT_BATCH_ROWS, columns):
+            key = np.ravel_multi_index(tuple(codes[c] for c in columns), sizes)
+            counts += np.bincount(key, minlength=len(counts))
+        return counts
 

@@ -59,6 +59,33 @@ class Source(Protocol):
         its row groups or blocks do)."""
 
 
+class MarginalSource:
+    """A source that counted every column's values on opening (``_marginals``) and keeps each
+    table over several columns once counted: subclasses give `_count`, and set ``schema``,
+    ``n_rows``, ``_marginals`` and ``_histograms`` (an empty dict)."""
+
+    schema: Schema
+    n_rows: int
+    _marginals: dict[str, np.ndarray]
+    _histograms: dict[tuple[str, ...], np.ndarray]
+
+    def histogram(self, columns: Sequence[str]) -> np.ndarray:
+        """Counts over the product of the columns' domains (each table counted once)."""
+        columns = tuple(columns)
+        if not columns:
+            return np.asarray(self.n_rows)
+        if len(columns) == 1:
+            return self._marginals[columns[0]]
+        if columns not in self._histograms:
+            sizes = [self.schema[c].size for c in columns]
+            self._histograms[columns] = self._count(columns, sizes).reshape(sizes)
+        return self._histograms[columns]
+
+    def _count(self, columns: tuple[str, ...], sizes: list[int]) -> np.ndarray:
+        """The flat counts of every combination of the columns' codes (row-major)."""
+        raise NotImplementedError
+
+
 class TableSource:
     """A Table in memory as a Source (the reference every other source is checked against)."""
 

@@ -65,6 +65,7 @@ from ppdp.release import (
 )
 from ppdp.row_counts import RowCounter
 from ppdp.scan import source_schema
+from ppdp.sources import MarginalSource
 from ppdp.storage import commit_directory, staged_directory
 from ppdp.table import Column, Role, encode_column
 
@@ -210,7 +211,7 @@ def _in_domain(column: Column, codes: np.ndarray) -> np.ndarray:
     return codes.astype(column.dtype)
 
 
-class SparkSource:
+class SparkSource(MarginalSource):
     """A Spark DataFrame as a `ppdp.sources.Source` whose schema, row count and contingency
     tables are Spark aggregations; its rows stay in Spark (no ``batches``: summary passes
     run in Spark tasks, `_run_passes`)."""
@@ -272,22 +273,13 @@ class SparkSource:
         """Rows left out for missing values: none (a missing value is refused)."""
         return 0
 
-    def histogram(self, columns: Sequence[str]) -> np.ndarray:
-        """Counts over the product of the columns' domains (one Spark aggregation)."""
-        columns = tuple(columns)
-        if not columns:
-            return np.asarray(self.n_rows)
-        if len(columns) == 1:
-            return self._marginals[columns[0]]
-        if columns not in self._histograms:
-            counted = self.frame.groupBy(*columns).count().toArrow()
-            sizes = [self.schema[c].size for c in columns]
-            cells = np.ravel_multi_index(
-                tuple(_codes(self.schema[c], counted.column(c)) for c in columns), sizes)
-            self._histograms[columns] = np.bincount(
-                cells, weights=counted.column("count").to_numpy(),
-                minlength=int(np.prod(sizes))).astype(np.int64).reshape(sizes)
-        return self._histograms[columns]
+    def _count(self, columns: tuple[str, ...], sizes: list[int]) -> np.ndarray:
+        """One Spark aggregation; only the combinations found reach the driver."""
+        counted = self.frame.groupBy(*columns).count().toArrow()
+        cells = np.ravel_multi_index(
+            tuple(_codes(self.schema[c], counted.column(c)) for c in columns), sizes)
+        return np.bincount(cells, weights=counted.column("count").to_numpy(),
+                           minlength=int(np.prod(sizes))).astype(np.int64)
 
 
 class SparkCube(ScanCube):
