@@ -174,7 +174,7 @@ def test_a_named_row_id_column(spark, input_folder, adult_rows, domains, tmp_pat
 def test_a_value_outside_the_domain_is_refused_in_the_kernel():
     # The plan is built from the domains found first; a row that then holds another value (an
     # input that changed) fails its task instead of being published with a wrong code.
-    from ppdp.spark import _in_domain
+    from ppdp.spark.source import _in_domain
     from ppdp.table import Column
 
     sex = Column("sex", "quasi-identifier", ("Female", "Male"))

@@ -1,0 +1,60 @@
+"""A Spark backend: a table held in a Spark DataFrame published without collecting its rows to
+the driver, and saved releases counted with Spark aggregations.
+
+Rows are keyed by a stable *row id*, a column of distinct non-negative integers: one the user
+names, or the one `read_parquet` adds (the row's position in its file plus the rows of the
+files before it in name order). Spark's ``monotonically_increasing_id()`` is not used: it
+encodes the partition a row lands in. The release key stays on the driver: the tasks get
+only keys derived from it through BLAKE2b (`ppdp.keyed.stream_key`).
+
+Modules: `session` (starting Spark, reading Parquet with row ids), `source` (a DataFrame as a
+`ppdp.sources.Source`), `rows` (row-local mechanisms), `cube` (counting a saved release).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ppdp.keyed import make_key
+from ppdp.randomness import RandomState
+from ppdp.spark.cube import SparkCube
+from ppdp.spark.rows import SparkRelease, publish_rows
+from ppdp.spark.session import (
+    ROW_ID,
+    SparkFailedError,
+    SparkUnavailableError,
+    failure_message,
+    java_version,
+    read_parquet,
+    require_java,
+    require_pyspark,
+    spark_session,
+)
+from ppdp.spark.source import SparkSource
+
+if TYPE_CHECKING:
+    from ppdp.mechanisms.base import Mechanism
+
+__all__ = ["ROW_ID", "SparkCube", "SparkFailedError", "SparkRelease", "SparkSource",
+           "SparkUnavailableError", "failure_message", "java_version", "publish",
+           "read_parquet", "require_java", "require_pyspark", "spark_session"]
+
+
+def publish(mechanism: Mechanism, frame: Any, *, sensitive: Sequence[str] | str | None = None,
+            quasi_identifiers: Sequence[str] | str | None = None,
+            domains: Mapping[str, Sequence[Any]] | None = None, row_id: str = ROW_ID,
+            observed_domains: bool = False, random_state: RandomState = None) -> SparkRelease:
+    """Publish a Spark DataFrame with a mechanism; the release's rows stay in Spark.
+
+    ``row_id`` names the column of stable row ids (see the package); the roles and declared
+    domains are those `ppdp.read_table` takes. When the row ids are the rows' positions
+    ``0 .. n - 1`` (as `read_parquet`'s are), the same ``random_state`` gives the same release
+    files as ``mechanism.publish(table)`` on the rows in that order."""
+    require_pyspark()
+    if not hasattr(mechanism, "row_plan"):
+        raise SparkUnavailableError(f"{mechanism.name} does not run on Spark yet (only the "
+                                    f"row-local mechanisms uniform, sdr, dbr and frapp do)")
+    source = SparkSource(frame, sensitive=sensitive, quasi_identifiers=quasi_identifiers,
+                         domains=domains, row_id=row_id, observed_domains=observed_domains)
+    return publish_rows(mechanism, source, make_key(random_state))
