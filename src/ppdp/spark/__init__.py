@@ -13,8 +13,9 @@ Modules: `session` (starting Spark, reading Parquet with row ids), `source` (a D
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ppdp.keyed import make_key
 from ppdp.randomness import RandomState
@@ -34,17 +35,32 @@ from ppdp.spark.session import (
 from ppdp.spark.source import SparkSource
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ppdp.mechanisms.base import Mechanism
 
-__all__ = ["ROW_ID", "SparkCube", "SparkFailedError", "SparkRelease", "SparkSource",
-           "SparkUnavailableError", "failure_message", "java_version", "publish",
+
+class SparkPublished(Protocol):
+    """What publishing on Spark gives: the input (``source``), the mechanism's name, and
+    ``save``, which runs what is left of the work in Spark tasks and writes the release
+    directory, ``release.json`` last, atomically."""
+
+    mechanism: str
+    source: SparkSource
+
+    def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        ...
+
+
+__all__ = ["ROW_ID", "SparkCube", "SparkFailedError", "SparkPublished", "SparkRelease",
+           "SparkSource", "SparkUnavailableError", "failure_message", "java_version", "publish",
            "read_parquet", "require_java", "require_pyspark", "spark_session"]
 
 
 def publish(mechanism: Mechanism, frame: Any, *, sensitive: Sequence[str] | str | None = None,
             quasi_identifiers: Sequence[str] | str | None = None,
             domains: Mapping[str, Sequence[Any]] | None = None, row_id: str = ROW_ID,
-            observed_domains: bool = False, random_state: RandomState = None) -> SparkRelease:
+            observed_domains: bool = False, random_state: RandomState = None) -> SparkPublished:
     """Publish a Spark DataFrame with a mechanism; the release's rows stay in Spark.
 
     ``row_id`` names the column of stable row ids (see the package); the roles and declared
@@ -52,9 +68,10 @@ def publish(mechanism: Mechanism, frame: Any, *, sensitive: Sequence[str] | str 
     ``0 .. n - 1`` (as `read_parquet`'s are), the same ``random_state`` gives the same release
     files as ``mechanism.publish(table)`` on the rows in that order."""
     require_pyspark()
-    if not hasattr(mechanism, "row_plan"):
-        raise SparkUnavailableError(f"{mechanism.name} does not run on Spark yet (only the "
-                                    f"row-local mechanisms uniform, sdr, dbr and frapp do)")
     source = SparkSource(frame, sensitive=sensitive, quasi_identifiers=quasi_identifiers,
                          domains=domains, row_id=row_id, observed_domains=observed_domains)
-    return publish_rows(mechanism, source, make_key(random_state))
+    key = make_key(random_state)
+    if hasattr(mechanism, "row_plan"):
+        return publish_rows(mechanism, source, key)
+    raise SparkUnavailableError(f"{mechanism.name} does not run on Spark yet (only the "
+                                f"row-local mechanisms uniform, sdr, dbr and frapp do)")
