@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 import os
@@ -27,6 +28,29 @@ REQUIRED = object()
 
 Progress = Callable[[str, int, int], None]
 """Told ``(stage, rows done, rows in all)`` as a long publication advances."""
+
+
+def is_spark_frame(data: Any) -> bool:
+    """Whether ``data`` is a Spark DataFrame (classic or Spark Connect), without importing
+    pyspark."""
+    return type(data).__module__.startswith("pyspark.sql.") and hasattr(data, "sparkSession")
+
+
+def _taking_spark_frames(publish: Callable[..., Any]) -> Callable[..., Any]:
+    """A mechanism's ``publish`` that also takes a Spark DataFrame: that goes to
+    `ppdp.spark.publish` with the keyword options it takes (``sensitive``, ``domains``,
+    ``row_id``...), anything else to the mechanism's own ``publish``."""
+
+    @functools.wraps(publish)
+    def publish_anything(self: Mechanism, table: Any, *args: Any, **options: Any) -> Any:
+        if is_spark_frame(table):
+            from ppdp.spark import publish as publish_on_spark
+
+            return publish_on_spark(self, table, *args, **options)
+        return publish(self, table, *args, **options)
+
+    publish_anything.takes_spark_frames = True  # type: ignore[attr-defined]
+    return publish_anything
 
 
 @dataclass(frozen=True)
@@ -62,7 +86,10 @@ class Parameter:
 
 
 class Mechanism(ABC):
-    """Publishes a Table as a Release. Subclasses set ``name``, ``summary``, ``parameters``."""
+    """Publishes a Table as a Release. Subclasses set ``name``, ``summary``, ``parameters``.
+
+    Every ``publish`` also takes a Spark DataFrame (`ppdp.spark.publish`, the same keyword
+    options): its release's rows stay in Spark."""
 
     name: ClassVar[str]
     summary: ClassVar[str]
@@ -77,6 +104,8 @@ class Mechanism(ABC):
         super().__init_subclass__(**kwargs)
         if "name" in cls.__dict__:
             Mechanism.registry[cls.name] = cls
+        if not getattr(cls.publish, "takes_spark_frames", False):
+            cls.publish = _taking_spark_frames(cls.publish)  # type: ignore[method-assign]
 
     @abstractmethod
     def publish(self, table: Table, *, random_state: RandomState = None) -> Release:

@@ -101,10 +101,11 @@ class SourceCube(Cube):
     A contingency table is the source's ``histogram`` (one pass, cached), or comes from
     `prefetch`, which counts many in one pass. A condition that is not a box is evaluated,
     as an in-memory Cube would evaluate it on rows, on the cells of the table over its columns
-    weighted by their counts (rows with equal values satisfy it alike), or on batches of
-    ``batch_rows`` rows when that table would exceed `MAX_CUBE_CELLS`. Memory: the cached
-    tables and a batch. ``codes`` is empty and row masks are refused: only `histogram` and
-    `histogram_where` (all `count_histogram` asks) are answered.
+    weighted by their counts (rows with equal values satisfy it alike), or, when that table
+    would exceed `MAX_CUBE_CELLS`, on the combinations found in the rows if the source counts
+    them where the rows are (``cells``, Spark), else on batches of ``batch_rows`` rows.
+    Memory: the cached tables and a batch. ``codes`` is empty and row masks are refused: only
+    `histogram` and `histogram_where` (all `count_histogram` asks) are answered.
     """
 
     def __init__(self, source: Source, sizes: Mapping[str, int], batch_rows: int) -> None:
@@ -138,6 +139,11 @@ class SourceCube(Cube):
             yield Cube(dict(zip(columns, cells, strict=True)), self.sizes, len(cells[0]),
                        weights=table[cells])
             return
+        if hasattr(self.source, "cells"):
+            # A source that counts where its rows are (Spark) gives the found cells instead.
+            codes, counts = self.source.cells(columns)
+            yield Cube(codes, self.sizes, len(counts), weights=counts)
+            return
         for _, codes in self.source.batches(self.batch_rows, columns):
             yield Cube(codes, self.sizes, len(codes[columns[0]]))
 
@@ -162,6 +168,10 @@ class SourceCube(Cube):
             passes[-1].append(columns)
             room -= size
         for tables in passes:
+            if hasattr(self.source, "histograms"):
+                # One aggregation where the rows are (Spark) counts the pass's tables.
+                self._cache.update(self.source.histograms(tables))
+                continue
             read = sorted(set().union(*tables))
             counts = {columns: np.zeros([self.sizes[c] for c in columns], dtype=np.int64)
                       for columns in tables}

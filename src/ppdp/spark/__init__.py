@@ -61,7 +61,8 @@ def publish(mechanism: Mechanism, frame: Any, *, sensitive: Sequence[str] | str 
             quasi_identifiers: Sequence[str] | str | None = None,
             domains: Mapping[str, Sequence[Any]] | None = None, row_id: str = ROW_ID,
             observed_domains: bool = False, random_state: RandomState = None) -> SparkPublished:
-    """Publish a Spark DataFrame with a mechanism; the release's rows stay in Spark.
+    """Publish a Spark DataFrame with a mechanism; the release's rows stay in Spark (laplace
+    gives its query session, whose counts are Spark aggregations over the frame).
 
     ``row_id`` names the column of stable row ids (see the package); the roles and declared
     domains are those `ppdp.read_table` takes. When the row ids are the rows' positions
@@ -73,5 +74,8 @@ def publish(mechanism: Mechanism, frame: Any, *, sensitive: Sequence[str] | str 
     key = make_key(random_state)
     if hasattr(mechanism, "row_plan"):
         return publish_rows(mechanism, source, key)
-    raise SparkUnavailableError(f"{mechanism.name} does not run on Spark yet (only the "
-                                f"row-local mechanisms uniform, sdr, dbr and frapp do)")
+    if mechanism.name == "laplace":
+        # A query session: each count a Spark aggregation over the frame, noised on the driver.
+        return mechanism.publish(source, random_state=random_state)  # type: ignore[return-value]
+    raise SparkUnavailableError(f"{mechanism.name} does not run on Spark yet (only "
+                                f"uniform, sdr, dbr, frapp and laplace do)")

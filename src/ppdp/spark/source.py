@@ -112,11 +112,58 @@ class SparkSource(MarginalSource):
 
     def _count(self, columns: tuple[str, ...], sizes: list[int]) -> np.ndarray:
         """One Spark aggregation; only the combinations found reach the driver."""
-        counted = self.frame.groupBy(*columns).count().toArrow()
-        cells = np.ravel_multi_index(
-            tuple(_codes(self.schema[c], counted.column(c)) for c in columns), sizes)
-        return np.bincount(cells, weights=counted.column("count").to_numpy(),
-                           minlength=int(np.prod(sizes))).astype(np.int64)
+        codes, counts = self.cells(columns)
+        return _dense(codes, counts, columns, sizes)
+
+    def cells(self, columns: Sequence[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """The value combinations of the columns found in the rows (as codes) and their row
+        counts: one Spark aggregation, the found combinations only reaching the driver."""
+        from pyspark.sql import functions as F
+
+        count = _unclashing(columns)
+        counted = self.frame.groupBy(*columns).agg(F.count(F.lit(1)).alias(count)).toArrow()
+        return ({c: _codes(self.schema[c], counted.column(c)) for c in columns},
+                counted.column(count).to_numpy().astype(np.int64))
+
+    def histograms(self, column_sets: Sequence[Sequence[str]]
+                   ) -> dict[tuple[str, ...], np.ndarray]:
+        """The tables over several sets of columns, those not yet counted in one Spark
+        aggregation (a grouping set each)."""
+        from pyspark.sql import functions as F
+
+        wanted = [tuple(c) for c in dict.fromkeys(tuple(c) for c in column_sets)
+                  if len(c) > 1 and tuple(c) not in self._histograms]
+        if wanted:
+            names = sorted(set().union(*wanted))
+            count = _unclashing(names)
+            flags = {name: f"{count}{index}" for index, name in enumerate(names)}
+            counted = self.frame.groupingSets([list(c) for c in wanted], *names).agg(
+                F.count(F.lit(1)).alias(count),
+                *(F.grouping(name).alias(flags[name]) for name in names)).toArrow()
+            for columns in wanted:
+                # A row counts the grouping set whose columns, and no other, are grouped.
+                grouped = np.logical_and.reduce([
+                    counted.column(flags[name]).to_numpy() == (0 if name in columns else 1)
+                    for name in names])
+                mine = counted.filter(pa.array(grouped))
+                sizes = [self.schema[c].size for c in columns]
+                codes = {c: _codes(self.schema[c], mine.column(c)) for c in columns}
+                self._histograms[columns] = _dense(
+                    codes, mine.column(count).to_numpy().astype(np.int64), columns,
+                    sizes).reshape(sizes)
+        return {tuple(c): self.histogram(c) for c in column_sets}
+
+
+def _unclashing(columns: Sequence[str]) -> str:
+    """A column name longer than every one of ``columns``: it cannot clash with them."""
+    return "_" * (1 + max(len(c) for c in columns))
+
+
+def _dense(codes: Mapping[str, np.ndarray], counts: np.ndarray, columns: Sequence[str],
+           sizes: Sequence[int]) -> np.ndarray:
+    """Found combinations and their counts as the flat table over the columns' domains."""
+    cells = np.ravel_multi_index(tuple(codes[c] for c in columns), sizes)
+    return np.bincount(cells, weights=counts, minlength=int(np.prod(sizes))).astype(np.int64)
 
 
 def _in_runs(source: SparkSource, columns: Sequence[str]) -> Any:

@@ -1,0 +1,83 @@
+"""Laplace counts over a Spark DataFrame, and any mechanism's ``publish`` taking one: the same
+key gives the same answers and files as in memory."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+import ppdp
+import ppdp.query
+from ppdp.io import read_table
+from ppdp.mechanisms import DBR, LaplaceCounts
+from ppdp.spark import read_parquet
+
+COLUMNS = ["age", "sex", "race", "education", "occupation"]
+QUERIES = [
+    "sex = 'Female'",
+    "age >= 40 AND occupation IN ('Sales', 'Craft-repair')",
+    # Not a box: evaluated on the cells of the table over its columns.
+    "age < 30 OR race = 'White'",
+]
+GROUPED = "SELECT COUNT(*) FROM t WHERE age >= 40 GROUP BY sex, race"
+SEED = 3
+
+
+@pytest.fixture(scope="module")
+def domains() -> dict:
+    from ppdp.datasets import read_domains_file
+
+    with resources.as_file(resources.files(ppdp.datasets) / "adult.domains.json") as path:
+        return {name: domain for name, domain in read_domains_file(path).items()
+                if name in COLUMNS}
+
+
+@pytest.fixture(scope="module")
+def adult_file(tmp_path_factory) -> Path:
+    """5,000 of Adult's rows in one Parquet file."""
+    with resources.as_file(resources.files(ppdp.datasets) / "adult.parquet") as path:
+        rows = pq.read_table(path, columns=COLUMNS).slice(0, 5_000)
+    target = tmp_path_factory.mktemp("adult") / "adult.parquet"
+    pq.write_table(rows, target)
+    return target
+
+
+def answers(session) -> list:
+    values, _ = session.count_all(QUERIES)
+    return [*values.tolist(), session.count(GROUPED).to_dict()]
+
+
+def test_laplace_on_spark_answers_as_in_memory(spark, adult_file, domains):
+    table = read_table(adult_file, sensitive="occupation", domains=domains)
+    expected = answers(LaplaceCounts(epsilon=0.5).publish(table, random_state=SEED))
+    frame = read_parquet(spark, adult_file).repartition(3)
+    session = LaplaceCounts(epsilon=0.5).publish(frame, sensitive="occupation",
+                                                 domains=domains, random_state=SEED)
+    assert answers(session) == expected
+
+
+def test_laplace_on_spark_beyond_dense_tables(spark, adult_file, domains, monkeypatch):
+    """A condition over more value combinations than a dense table may hold is evaluated on
+    the combinations Spark finds in the rows."""
+    table = read_table(adult_file, sensitive="occupation", domains=domains)
+    expected = answers(LaplaceCounts(epsilon=0.5).publish(table, random_state=SEED))
+    # age x race (74 x 5 cells) no longer fits: the disjunction needs the found cells.
+    monkeypatch.setattr(ppdp.query, "MAX_CUBE_CELLS", 300)
+    session = LaplaceCounts(epsilon=0.5).publish(read_parquet(spark, adult_file),
+                                                 sensitive="occupation", domains=domains,
+                                                 random_state=SEED)
+    assert answers(session)[2] == expected[2]
+
+
+def test_mechanism_publish_takes_a_spark_frame(spark, adult_file, domains, tmp_path):
+    table = read_table(adult_file, sensitive="occupation", domains=domains)
+    DBR().publish(table, random_state=SEED).save(tmp_path / "memory")
+    release = DBR().publish(read_parquet(spark, adult_file).repartition(4),
+                            sensitive="occupation", domains=domains, random_state=SEED)
+    assert release.rows.count() == table.n_rows
+    release.save(tmp_path / "spark")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "spark").iterdir()} == \
+        {p.name: p.read_bytes() for p in (tmp_path / "memory").iterdir()}
