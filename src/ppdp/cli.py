@@ -6,13 +6,14 @@ Every expected failure (a ppdp error, a bad value, a missing or existing file) e
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import itertools
 import json
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -456,42 +457,46 @@ def _publish_spark(mechanism: Mechanism, source: str, output: Path, *, seed: int
                    overwrite: bool, sensitive: str | None, qi: str | None,
                    domains: Mapping[str, Any], observed_domains: bool) -> None:
     """Publish a Parquet file or folder on Spark, saying on which master, and summarise it."""
-    from ppdp.spark import (
-        SparkFailedError,
-        failure_message,
-        publish,
-        read_parquet,
-        require_pyspark,
-        spark_session,
-    )
+    from ppdp.spark import publish, read_parquet
 
-    path = Path(source)
-    if not (path.is_dir() or path.suffix.lower() == ".parquet"):
-        raise ValueError(f"--engine spark reads a Parquet file or a folder of Parquet files; "
-                         f"{source!r} is not one")
-    if not path.exists():
-        raise FileNotFoundError(f"no such file or folder: {source}")
+    with _on_spark(source) as session:
+        Console(stderr=True, highlight=False).print(
+            f"publishing on Spark, master {session.sparkContext.master}")
+        release = publish(mechanism, read_parquet(session, source),
+                          sensitive=sensitive, quasi_identifiers=qi,
+                          domains=domains, observed_domains=observed_domains,
+                          random_state=seed)
+        target = release.save(output, overwrite=overwrite)
+    _print_saved_summary(mechanism, release.source, target, seeded=seed is not None)
+
+
+@contextlib.contextmanager
+def _on_spark(parquet: str | None = None) -> Iterator[Any]:
+    """The active Spark session, or one started for the work and stopped after; a failure
+    inside Spark (a task's Python error, a lost executor) becomes its one line. ``parquet``,
+    the input to read, must be a Parquet file or folder."""
+    from ppdp.spark import SparkFailedError, failure_message, require_pyspark, spark_session
+
+    if parquet is not None:
+        path = Path(parquet)
+        if not (path.is_dir() or path.suffix.lower() == ".parquet"):
+            raise ValueError(f"--engine spark reads a Parquet file or a folder of Parquet "
+                             f"files; {parquet!r} is not one")
+        if not path.exists():
+            raise FileNotFoundError(f"no such file or folder: {parquet}")
     require_pyspark()
     from pyspark.errors import PySparkException
     from pyspark.sql import SparkSession
 
     started = SparkSession.getActiveSession() is None
-    session = spark_session()
     try:
-        Console(stderr=True, highlight=False).print(
-            f"publishing on Spark, master {session.sparkContext.master}")
-        release = publish(mechanism, read_parquet(session, path),
-                          sensitive=sensitive, quasi_identifiers=qi,
-                          domains=domains, observed_domains=observed_domains,
-                          random_state=seed)
-        target = release.save(output, overwrite=overwrite)
+        yield spark_session()
     except PySparkException as exc:
-        # A failure inside Spark (a task's Python error, a lost executor): its first line.
         raise SparkFailedError(f"Spark failed: {failure_message(exc)}") from None
     finally:
-        if started:
-            session.stop()
-    _print_saved_summary(mechanism, release.source, target, seeded=seed is not None)
+        active = SparkSession.getActiveSession()
+        if started and active is not None:
+            active.stop()
 
 
 def _print_view(views: ViewSequence, state: Path) -> None:
@@ -606,8 +611,9 @@ def count(
     engine: Annotated[str, typer.Option(
         "--engine", help="with --mechanism laplace on a file: memory (read the whole table), "
                          "streaming (count in passes over batches, never holding the rows) "
-                         "or auto (streaming for large files, as publish); on a release: "
-                         "spark (count its rows with Spark aggregations) or auto")] = "auto",
+                         "or auto (streaming for large files, as publish), or spark (a Parquet "
+                         "file or folder, counted by Spark); on a release: spark (count its "
+                         "rows with Spark aggregations) or auto")] = "auto",
     batch_rows: Annotated[int, typer.Option(
         "--batch-rows", min=1, help="rows per batch of the streaming engine")] = 1 << 20,
 ) -> None:
@@ -655,9 +661,10 @@ def _count(source: str, query: str, *, mechanism: str | None, param: Sequence[st
 
         answer = _count_release(load_release(path), source, query, estimator)
     else:
-        if engine == "spark":
-            raise ValueError("--engine spark counts on a release directory; publish one "
-                             "first (ppdp publish ... --engine spark -o DIR)")
+        if engine == "spark" and mechanism is None:
+            raise ValueError("--engine spark counts on a release directory, or on a Parquet "
+                             "input with --mechanism laplace; publish a release first "
+                             "(ppdp publish ... --engine spark -o DIR)")
         if estimator is not None:
             raise ValueError("--estimator applies to SPLU-Gen releases; on a data file the "
                              "count is exact")
@@ -676,7 +683,13 @@ def _count(source: str, query: str, *, mechanism: str | None, param: Sequence[st
         elif engine == "streaming":
             raise ValueError("--engine streaming counts with --mechanism laplace; exact counts "
                              "read the table into memory")
-        if mechanism is not None and _streaming(engine, source):
+        if mechanism is not None and engine == "spark":
+            from ppdp.spark import publish, read_parquet
+
+            with _on_spark(source) as session:
+                answer = publish(instance, read_parquet(session, source), sensitive=sensitive,
+                                 random_state=seed).count(query)  # type: ignore[attr-defined]
+        elif mechanism is not None and _streaming(engine, source):
             from ppdp.scan import scan_table
 
             data = scan_table(source, sensitive=sensitive, sep=sep, non_numeric=non_numeric,
@@ -712,21 +725,9 @@ def _count_spark(path: Path, query: str, estimator: str | None) -> Estimate | Gr
     """A release's answer to a count query, its rows counted by Spark aggregations (on the
     active session, or on one started for it and stopped after)."""
     from ppdp.release import load_release
-    from ppdp.spark import SparkFailedError, failure_message, require_pyspark
 
-    require_pyspark()
-    from pyspark.errors import PySparkException
-    from pyspark.sql import SparkSession
-
-    started = SparkSession.getActiveSession() is None
-    try:
+    with _on_spark():
         return _count_release(load_release(path, engine="spark"), str(path), query, estimator)
-    except PySparkException as exc:
-        raise SparkFailedError(f"Spark failed: {failure_message(exc)}") from None
-    finally:
-        active = SparkSession.getActiveSession()
-        if started and active is not None:
-            active.stop()
 
 
 def _print_answer(answer: Estimate | GroupedEstimate) -> None:

@@ -81,3 +81,25 @@ def test_mechanism_publish_takes_a_spark_frame(spark, adult_file, domains, tmp_p
     release.save(tmp_path / "spark")
     assert {p.name: p.read_bytes() for p in (tmp_path / "spark").iterdir()} == \
         {p.name: p.read_bytes() for p in (tmp_path / "memory").iterdir()}
+
+
+def test_cli_counts_with_laplace_on_spark(spark, adult_file):
+    """``ppdp count FILE QUERY -m laplace --engine spark`` gives the in-memory answer."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from ppdp.cli import app
+
+    def count(*engine: str) -> dict:
+        result = CliRunner().invoke(app, ["count", str(adult_file), GROUPED, "-m", "laplace",
+                                          "-p", "epsilon=0.5", "--seed", str(SEED),
+                                          "-s", "occupation", "--json", *engine])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output)
+
+    assert count("--engine", "spark") == count("--engine", "memory")
+    result = CliRunner().invoke(app, ["count", "adult", GROUPED, "-m", "laplace", "-p",
+                                      "epsilon=0.5", "--engine", "spark"])
+    assert result.exit_code == 2
+    assert "error: --engine spark reads a Parquet file or a folder" in result.output

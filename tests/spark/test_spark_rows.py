@@ -187,8 +187,8 @@ def test_repeated_row_ids_fail_the_save(spark, input_folder, domains, tmp_path):
     from pyspark.errors import PySparkException
 
     frame = read_parquet(spark, input_folder)
-    # Ids repeated far apart (in different files and tasks before the exchange).
-    repeated = frame.withColumn(ROW_ID, frame[ROW_ID] % 20_000).repartition(7)
+    # Ids distinct within each of two tasks, repeated across them: found after the exchange.
+    repeated = frame.repartitionByRange(2, ROW_ID).withColumn(ROW_ID, frame[ROW_ID] % 20_000)
     release = publish(DBR(), repeated, sensitive="occupation", domains=domains,
                       random_state=SEED)
     with pytest.raises(PySparkException, match="repeats an id") as failed:
@@ -197,3 +197,17 @@ def test_repeated_row_ids_fail_the_save(spark, input_folder, domains, tmp_path):
     # The CLI's one line: the task's error, not Spark's wrapping of it.
     assert failure_message(failed.value) == (f"the row-id column {ROW_ID!r} repeats an id; it "
                                              f"must hold distinct non-negative integers")
+    # Repeated within a task: refused before publishing, on one line.
+    with pytest.raises(SchemaError, match=f"^the row-id column {ROW_ID!r} repeats an id"):
+        publish(DBR(), frame.withColumn(ROW_ID, frame[ROW_ID] % 20_000).coalesce(1),
+                sensitive="occupation", domains=domains)
+
+
+def test_kernel_runs_in_place_on_file_splits_only(spark, input_folder):
+    """The files' splits hold long runs of distinct ids: no exchange before the kernel; a
+    round-robin partitioning leaves runs of a row or two, which are exchanged by range."""
+    from ppdp.spark import SparkSource
+
+    frame = read_parquet(spark, input_folder)
+    assert SparkSource(frame, sensitive="occupation").in_place
+    assert not SparkSource(frame.repartition(7), sensitive="occupation").in_place

@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from ppdp.keyed import KeyedStream
-from ppdp.plans import RowPlan, part_count, part_of
+from ppdp.plans import RowPlan, part_count, part_of, rank_order
 from ppdp.release import (
     check_target,
     part_names,
@@ -138,7 +138,6 @@ class SparkRelease:
 
             written = (self._published
                        .repartition(parts, _PART)
-                       .sortWithinPartitions(_PART, _RANK, ROW_ID)
                        .mapInArrow(write, "part int, digest string, counted binary")
                        .toArrow().sort_by("part"))
             found = dict(zip(written.column("part").to_pylist(),
@@ -213,20 +212,19 @@ def _published(plan: RowPlan, source: SparkSource, ranks: KeyedStream
 
 
 def _by_part(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, pa.Table]]:
-    """The rows of a task (sorted by part, then release order) as one table per part."""
-    pending: list[pa.RecordBatch] = []
-    current = None
+    """The rows of a task as one table per part, each in release order (by rank, equal ranks
+    by row id): sorted here, in numpy, rather than by Spark (which sorted 10^7 rows slower)."""
+    pending: dict[int, list[pa.RecordBatch]] = {}
     for batch in batches:
         part = batch.column(_PART).to_numpy()
-        bounds = np.concatenate([[0], np.flatnonzero(np.diff(part)) + 1, [len(part)]])
+        order = np.argsort(part, kind="stable")
+        bounds = np.concatenate([[0], np.flatnonzero(np.diff(part[order])) + 1, [len(part)]])
+        moved = batch.take(pa.array(order))
         for first, end in itertools.pairwise(bounds.tolist()):
-            if end == first:
-                continue
-            index = int(part[first])
-            if current is not None and index != current:
-                yield current, pa.Table.from_batches(pending)
-                pending = []
-            current = index
-            pending.append(batch.slice(first, end - first))
-    if current is not None:
-        yield current, pa.Table.from_batches(pending)
+            if end > first:
+                pending.setdefault(int(part[order[first]]), []).append(
+                    moved.slice(first, end - first))
+    for index in sorted(pending):
+        table = pa.Table.from_batches(pending.pop(index)).combine_chunks()
+        ranks = table.column(_RANK).to_numpy().view(np.uint64) ^ _TOP_BIT
+        yield index, table.take(pa.array(rank_order(ranks, table.column(ROW_ID).to_numpy())))

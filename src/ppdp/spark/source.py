@@ -70,16 +70,7 @@ class SparkSource(MarginalSource):
         self.frame, self.row_id, self.name = frame, row_id, None
         names = [name for name in frame.columns if name != row_id]
         _check_columns(sorted(set(domains or {}) - set(names)), names)
-        # That the ids are distinct is checked where the kernel runs, on rows sorted by id
-        # (`_published`): a distinct count here took as long as the domains (7.5 s at 10^7).
-        checked = frame.agg(F.count(F.lit(1)).alias("rows"), F.count(row_id).alias("ids"),
-                            F.min(row_id).alias("least")).first()
-        if checked["rows"] == 0:
-            raise SchemaError("cannot build a table from the DataFrame: it has no rows")
-        if checked["ids"] != checked["rows"] or checked["least"] < 0:
-            raise SchemaError(f"the row-id column {row_id!r} must hold distinct non-negative "
-                              f"integers and no missing value")
-        self.n_rows = int(checked["rows"])
+        self.n_rows, self.in_place = _profile_ids(frame, row_id)
         columns, self._marginals = [], {}
         # Every column's distinct values and their counts in one scan (a grouping set a
         # column): the sum of the domains' sizes reaches the driver.
@@ -166,28 +157,81 @@ def _dense(codes: Mapping[str, np.ndarray], counts: np.ndarray, columns: Sequenc
     return np.bincount(cells, weights=counts, minlength=int(np.prod(sizes))).astype(np.int64)
 
 
+_REPEATED = "the row-id column {!r} repeats an id; it must hold distinct non-negative integers"
+
+RUN_ROWS = 1 << 12
+"""Rows a run of consecutive row ids must hold on average for the kernel to run on the input's
+own partitions, without an exchange."""
+
+
+def _profile_ids(frame: Any, row_id: str) -> tuple[int, bool]:
+    """The number of rows, after checking the row ids (refused when missing, negative or
+    repeated within a task), and whether the kernel may run on the input's partitions as they
+    are: their ids distinct (ranges of ids that do not overlap) and in runs of `RUN_ROWS` rows
+    on average, as the splits of `read_parquet`'s files hold them. One scan of the ids; a row
+    per task reaches the driver."""
+    names = ("rows", "least", "greatest", "runs", "invalid", "repeats")
+
+    def profile(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        chunks = [batch.column(0) for batch in batches]
+        ids = pa.chunked_array(chunks, pa.int64()) if chunks else pa.chunked_array([],
+                                                                                    pa.int64())
+        invalid = ids.null_count
+        ids = np.sort(pc.drop_null(ids).to_numpy())
+        invalid += int(np.count_nonzero(ids < 0))
+        steps = np.diff(ids)
+        yield pa.record_batch([pa.array([value], pa.int64()) for value in (
+            len(ids), int(ids[0]) if ids.size else -1, int(ids[-1]) if ids.size else -1,
+            int(np.count_nonzero(steps != 1)) + 1 if ids.size else 0, invalid,
+            int(np.count_nonzero(steps == 0)))], names=list(names))
+
+    from pyspark.sql import functions as F
+
+    tasks = frame.select(F.col(row_id).cast("long")).mapInArrow(
+        profile, ", ".join(f"{name} long" for name in names)).toArrow()
+    found = {name: tasks.column(name).to_numpy() for name in names}
+    rows = int(found["rows"].sum()) + int(found["invalid"].sum())
+    if rows == 0:
+        raise SchemaError("cannot build a table from the DataFrame: it has no rows")
+    if found["invalid"].any():
+        raise SchemaError(f"the row-id column {row_id!r} must hold distinct non-negative "
+                          f"integers and no missing value")
+    if found["repeats"].any():
+        raise SchemaError(_REPEATED.format(row_id))
+    held = found["rows"] > 0
+    least, greatest = found["least"][held], found["greatest"][held]
+    order = np.argsort(least)
+    disjoint = bool(np.all(greatest[order][:-1] < least[order][1:]))
+    return rows, disjoint and rows >= RUN_ROWS * int(found["runs"].sum())
+
+
 def _in_runs(source: SparkSource, columns: Sequence[str]) -> Any:
-    """The columns and row id, exchanged by range of row id and sorted by it in each task."""
-    # Each task then holds runs of consecutive ids (a round-robin partitioning would leave
-    # runs of one row, one kernel call each).
-    return source.frame.select(*columns, source.row_id) \
-        .repartitionByRange(source.row_id).sortWithinPartitions(source.row_id)
+    """The columns and row id in runs of consecutive row ids, sorted by id in each task.
+
+    The input's own partitions when they hold long runs of distinct ids (``in_place``), else
+    the rows exchanged by range of row id: a round-robin partitioning would leave runs of one
+    row, one kernel call each; the exchange also puts equal ids in one task, where `_runs`
+    finds them."""
+    frame = source.frame.select(*columns, source.row_id)
+    if not source.in_place:
+        frame = frame.repartitionByRange(source.row_id)
+    return frame.sortWithinPartitions(source.row_id)
 
 
 def _runs(batches: Iterator[pa.RecordBatch], columns: Sequence[Column], row_id: str
           ) -> Iterator[tuple[int, np.ndarray, dict[str, np.ndarray]]]:
     """A task's rows as runs of consecutive row ids: the first id, the ids and the codes of
     the columns (refused when an id repeats)."""
-    # A task's rows come sorted by id after a range exchange, which puts equal ids in one
-    # task: ids strictly increasing through every task are distinct in all.
+    # A task's rows come sorted by id: after a range exchange, which puts equal ids in one
+    # task, ids strictly increasing through every task are distinct in all (in place, tasks
+    # whose ranges do not overlap were found to hold distinct ids).
     previous = -1
     for batch in batches:
         ids = batch.column(row_id).to_numpy().astype(np.int64)
         order = np.argsort(ids, kind="stable")
         ids = ids[order]
         if ids.size and (ids[0] <= previous or np.any(ids[1:] == ids[:-1])):
-            raise SchemaError(f"the row-id column {row_id!r} repeats an id; it must hold "
-                              f"distinct non-negative integers")
+            raise SchemaError(_REPEATED.format(row_id))
         previous = int(ids[-1]) if ids.size else previous
         codes = {c.name: _in_domain(c, _codes(c, batch.column(c.name).take(pa.array(order))))
                  for c in columns}
