@@ -229,9 +229,14 @@ def _read_parquet_in_batches(path: Path, **options: Any) -> Table | None:
         # What the domain pass freed goes back to the system before the codes are allocated.
         pa.default_memory_pool().release_unused()
         codes = {c.name: np.empty(source.n_rows, dtype=c.dtype) for c in source.schema.columns}
-        for start, batch in source.batches(_BATCH_ROWS):
-            for name, values in batch.items():
-                codes[name][start:start + len(values)] = values
+        # A column at a time (Parquet reads one column's pages alone): Arrow then holds one
+        # column's batch, not every column's (at 10^7 rows of Adult, 37 MB of Arrow memory
+        # at the peak down to 8). Rows dropped for a missing value in any column need every
+        # column of a batch at once.
+        for names in ([[c] for c in codes] if source.dropped_rows == 0 else [list(codes)]):
+            for start, batch in source.batches(_BATCH_ROWS, names):
+                for name, values in batch.items():
+                    codes[name][start:start + len(values)] = values
         pa.default_memory_pool().release_unused()
     except MemoryError:
         raise
