@@ -31,3 +31,15 @@ def spark() -> Iterator[Any]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def adult_domains() -> dict[str, Any]:
+    """The declared domains of every Adult column (the bundled codebook)."""
+    from importlib import resources
+
+    import ppdp.datasets
+    from ppdp.datasets import read_domains_file
+
+    with resources.as_file(resources.files(ppdp.datasets) / "adult.domains.json") as path:
+        return read_domains_file(path)
