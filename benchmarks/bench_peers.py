@@ -1,12 +1,14 @@
-"""Paired end-to-end runs of the ppdp command line against anjana and Qiyuan Gong's Mondrian.
+"""Paired end-to-end runs of the ppdp command line against anjana and Qiyuan Gong's Mondrian
+and Anatomy.
 
     python benchmarks/bench_peers.py [--data FILE] [--hierarchies DIR] [--pairs 7]
                                      [--peer-python PYTHON] [--supp-level 0]
-                                     [--qiyuangong-mondrian DIR]
-                                     [--jobs start mondrian anatomy mondrian-qiyuangong]
+                                     [--qiyuangong-mondrian DIR] [--qiyuangong-anatomy DIR]
+                                     [--jobs start mondrian anatomy mondrian-qiyuangong
+                                             anatomy-qiyuangong]
                                      [--workdir DIR] [--json FILE]
 
-Four jobs, each a pair of commands run as processes of their own on the 30,162-row Adult
+Five jobs, each a pair of commands run as processes of their own on the 30,162-row Adult
 table (``--data``, default ``../shared/datasets/adult/adult-arx-9attr.csv`` beside the
 repository, ';'-separated, nine columns) with its ARX hierarchies (``--hierarchies``):
 
@@ -29,11 +31,22 @@ repository, ';'-separated, nine columns) with its ARX hierarchies (``--hierarchi
   not a package: ``git clone https://github.com/qiyuangong/Mondrian`` and ``git checkout
   b1014b2f46b823ead3ac0ebdd627a7ebe6bf2f1b`` (the launcher imports only its ``mondrian.py``
   and ``utils/utility.py``), then ``--qiyuangong-mondrian`` names that directory; without it
-  the job is skipped with a message.
+  the job is skipped with a message;
+- anatomy-qiyuangong: the same ``ppdp publish ... -m anatomy`` against
+  ``peer_qiyuangong_anatomy.py --l 5 --seed 1``, Qiyuan Gong's pure-Python Anatomy (its
+  ``anatomize(data, L)``: groups of L distinct sensitive values taken from the L largest
+  remaining sensitive values, the residue spread over groups lacking its value) on the same
+  eight quasi-identifiers, published as a QIT and an ST as ppdp publishes them (its QIT rows in
+  group order, where ppdp shuffles them). Its source is the file ``algorithm/anatomize.py``
+  of https://github.com/qiyuangong/ppdpes_core at commit
+  ``b22805415c82f03bb8f858336919d6051ee2f604``, Python 2, which the launcher converts in
+  memory (see its docstring); ``--qiyuangong-anatomy`` names the directory holding it, and
+  without it the job is skipped with a message.
 
 Both sides read the CSV and write their result into a fresh directory; ppdp runs with
 ``--seed 1``; anjana may suppress ``--supp-level`` percent of the rows (default 0: ppdp's
-Mondrian and Anatomy suppress none, nor does Qiyuan Gong's Mondrian). A job runs ``--pairs``
+Mondrian and Anatomy suppress none, nor does Qiyuan Gong's Mondrian; his Anatomy drops
+the rows it cannot place, counted as ``suppressed``). A job runs ``--pairs``
 pairs, the order within a pair alternating (ppdp first in even pairs), and reports the median
 wall time and peak RSS (the child's ``ru_maxrss``) of each side and the median of the per-pair
 ratios ppdp / peer. Linux
@@ -52,8 +65,8 @@ other work on the machine slows both sides.
 The peers run in a virtual environment of their own (``--peer-python``, default
 ``.venv-peers/bin/python`` in the repository: ``python -m venv .venv-peers &&
 .venv-peers/bin/pip install anjana``; Qiyuan Gong's Mondrian needs only the standard
-library). Results are printed and written to ``benchmarks/results/peers.json`` unless
-``--json`` names another file.
+library, and his Anatomy too, through its ``lib2to3``, which Python 3.13 removed). Results are
+printed and written to ``benchmarks/results/peers.json`` unless ``--json`` names another file.
 """
 
 from __future__ import annotations
@@ -72,14 +85,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASETS = ROOT / ".." / "shared" / "datasets" / "adult"
-PEER_SCRIPTS = {"anjana": Path(__file__).resolve().parent / "peer_anjana.py",
-                "qiyuangong": Path(__file__).resolve().parent / "peer_qiyuangong_mondrian.py"}
-JOBS = ("start", "mondrian", "anatomy", "mondrian-qiyuangong")
-MECHANISMS = {"mondrian": "mondrian", "anatomy": "anatomy", "mondrian-qiyuangong": "mondrian"}
+HERE = Path(__file__).resolve().parent
+PEER_SCRIPTS = {"mondrian": HERE / "peer_anjana.py", "anatomy": HERE / "peer_anjana.py",
+                "mondrian-qiyuangong": HERE / "peer_qiyuangong_mondrian.py",
+                "anatomy-qiyuangong": HERE / "peer_qiyuangong_anatomy.py"}
+JOBS = ("start", "mondrian", "anatomy", "mondrian-qiyuangong", "anatomy-qiyuangong")
+MECHANISMS = {"mondrian": "mondrian", "anatomy": "anatomy", "mondrian-qiyuangong": "mondrian",
+              "anatomy-qiyuangong": "anatomy"}
 PPDP_PARAMETERS = {"mondrian": ["-p", "k=10"], "anatomy": ["-p", "l=5"]}
 PEER_PARAMETERS = {"mondrian": ["--k", "10"], "anatomy": ["--k", "1", "--l", "5"],
-                   "mondrian-qiyuangong": ["--k", "10"]}
-OUTPUT_KEYS = ("rows", "classes", "smallest_class", "single_valued")
+                   "mondrian-qiyuangong": ["--k", "10"],
+                   "anatomy-qiyuangong": ["--l", "5", "--seed", "1"]}
+SOURCES = {"mondrian-qiyuangong": ("qiyuangong_mondrian", ("mondrian.py", "utils/utility.py"),
+                                   "a checkout of https://github.com/qiyuangong/Mondrian"),
+           "anatomy-qiyuangong": ("qiyuangong_anatomy", ("anatomize.py",),
+                                  "the algorithm directory of a checkout of "
+                                  "https://github.com/qiyuangong/ppdpes_core")}
+"""The jobs whose peer runs from a source directory: its option, the files it needs, what it is."""
+OUTPUT_KEYS = ("rows", "suppressed", "classes", "groups", "smallest_class",
+               "fewest_distinct_sensitive", "single_valued")
 
 
 def ppdp_command() -> list[str]:
@@ -113,13 +137,15 @@ def commands(job: str, args: argparse.Namespace, workdir: Path) -> tuple[list[st
     ppdp = ["publish", str(args.data), "-m", mechanism, "-s", "occupation",
             *PPDP_PARAMETERS[mechanism], "--hierarchies", str(args.hierarchies), "--sep", ";",
             "--seed", "1", "-o", str(ppdp_out)]
-    if job == "mondrian-qiyuangong":
-        script = [str(PEER_SCRIPTS["qiyuangong"]), "--source", str(args.qiyuangong_mondrian)]
+    if job in SOURCES:
+        script = [str(PEER_SCRIPTS[job]), "--source", str(getattr(args, SOURCES[job][0]))]
     else:
-        script = [str(PEER_SCRIPTS["anjana"]), "--supp-level", str(args.supp_level)]
-    peer = [str(args.peer_python), *script, str(args.data), "--hierarchies",
-            str(args.hierarchies), "--sensitive", "occupation", *PEER_PARAMETERS[job],
-            "--sep", ";", "-o", str(peer_out)]
+        script = [str(PEER_SCRIPTS[job]), "--supp-level", str(args.supp_level)]
+    # Anatomy publishes quasi-identifiers unchanged: Qiyuan Gong's needs no hierarchy.
+    hierarchies = ([] if job == "anatomy-qiyuangong"
+                   else ["--hierarchies", str(args.hierarchies)])
+    peer = [str(args.peer_python), *script, str(args.data), *hierarchies, "--sensitive",
+            "occupation", *PEER_PARAMETERS[job], "--sep", ";", "-o", str(peer_out)]
     return ppdp, peer, ppdp_out, peer_out
 
 
@@ -231,6 +257,10 @@ def main() -> None:
     parser.add_argument("--qiyuangong-mondrian", type=Path, default=None,
                         help="a checkout of github.com/qiyuangong/Mondrian (job "
                              "mondrian-qiyuangong; skipped without it)")
+    parser.add_argument("--qiyuangong-anatomy", type=Path, default=None,
+                        help="the algorithm directory of a checkout of "
+                             "github.com/qiyuangong/ppdpes_core (job anatomy-qiyuangong; "
+                             "skipped without it)")
     parser.add_argument("--jobs", nargs="+", choices=JOBS, default=list(JOBS))
     parser.add_argument("--importtime-above", type=float, default=0.3)
     parser.add_argument("--workdir", type=Path, default=None,
@@ -239,13 +269,12 @@ def main() -> None:
                         default=Path(__file__).parent / "results" / "peers.json")
     parser.add_argument("--in-process", choices=JOBS[1:], help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.qiyuangong_mondrian:
-        missing = [name for name in ("mondrian.py", "utils/utility.py")
-                   if not (args.qiyuangong_mondrian / name).is_file()]
+    for option, needed, what in SOURCES.values():
+        source = getattr(args, option)
+        missing = [name for name in needed if source and not (source / name).is_file()]
         if missing:
-            parser.error(f"--qiyuangong-mondrian: {args.qiyuangong_mondrian} has no "
-                         f"{' or '.join(missing)} (a checkout of "
-                         f"https://github.com/qiyuangong/Mondrian)")
+            parser.error(f"--{option.replace('_', '-')}: {source} has no "
+                         f"{' or '.join(missing)} ({what})")
     if args.in_process:
         with tempfile.TemporaryDirectory(dir=args.workdir) as scratch:
             print(json.dumps(in_process(args.in_process, args, Path(scratch))))
@@ -257,9 +286,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=args.workdir) as scratch:
         workdir = Path(scratch)
         for job in args.jobs:
-            if job == "mondrian-qiyuangong" and args.qiyuangong_mondrian is None:
-                print(f"{job}: skipped, --qiyuangong-mondrian DIR not given (a checkout of "
-                      f"https://github.com/qiyuangong/Mondrian; see --help)", flush=True)
+            if job in SOURCES and getattr(args, SOURCES[job][0]) is None:
+                option, _, what = SOURCES[job]
+                print(f"{job}: skipped, --{option.replace('_', '-')} DIR not given ({what}; "
+                      f"see --help)", flush=True)
                 continue
             result = paired(job, args, workdir)
             ppdp = result["ppdp"]
