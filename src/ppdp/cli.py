@@ -331,7 +331,6 @@ def publish(
     """
     from ppdp.hierarchy import read_hierarchies
     from ppdp.mechanisms import get_mechanism
-    from ppdp.mechanisms.alphabeta import AlphaBeta
     from ppdp.progress import status
     from ppdp.release import require_replaceable_release
 
@@ -371,7 +370,7 @@ def publish(
                              non_numeric=non_numeric, encoding=encoding)
         shown.update(f"publishing {table.n_rows:,} rows with {mechanism_class.name}")
         views = None
-        if isinstance(instance, AlphaBeta):
+        if instance.name == "alphabeta":
             views, state, target = _publish_view(instance, table, output, state_dir,
                                                   overwrite=overwrite, seed=seed)
         else:

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import scipy.sparse as sp
 
 from ppdp.blocks import GROUP_COLUMN, GroupMechanism
 from ppdp.errors import QueryError
@@ -35,6 +34,9 @@ from ppdp.query import BoundQuery, Cube, count_histogram, flat_key, split
 from ppdp.release import Release, rows_from_arrow, rows_to_arrow
 from ppdp.sources import Source
 from ppdp.table import Schema, Table
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 _SHUFFLE_CHUNK = 1 << 16
 """Rows unpacked at a time by ``_shuffled_columns``."""
@@ -230,6 +232,9 @@ class _ExpectedCube(Cube):
         self.sensitive = sensitive
         n_groups = int(max(row_groups.max(initial=-1), st_groups.max(initial=-1))) + 1
         self._n_groups = n_groups
+        # Imported here: publishing needs no scipy (0.1-0.2 s of a command's start).
+        import scipy.sparse as sp
+
         # share(g, x) transposed (values x groups), so that the product below runs over the
         # rows of each group's block once.
         self._shares_t = sp.csr_array(
@@ -256,6 +261,8 @@ class _ExpectedCube(Cube):
             sizes = np.bincount(self._row_groups[mask], minlength=self._n_groups)
         indptr = np.zeros(self._n_groups + 1, dtype=np.int64)
         np.cumsum(sizes, out=indptr[1:])
+        import scipy.sparse as sp
+
         return sp.csr_array((np.ones(len(order)), key[order], indptr),
                             shape=(self._n_groups, n_cells))
 
