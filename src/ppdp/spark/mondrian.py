@@ -183,9 +183,9 @@ class SparkMondrianRelease:
                     _PART: pa.array(part_of(draws, parts).astype(np.int32))})
 
         # The keys of the classes cut by aggregation alone (a set as its bytes).
-        top_keys = {node: [covers[name].sets()[int(keys[d])] if d in sets else int(keys[d])
-                           for d, name in enumerate(quasi)]
-                    for node, keys in top.classes.items()}
+        known = {d: covers[quasi[d]].sets() for d in sets}
+        top_keys = {node: [known[d][int(keys[d])] if d in sets else int(keys[d])
+                           for d in range(dims)] for node, keys in top.classes.items()}
         k, l, diversity = mondrian.k, mondrian.l, mondrian.diversity  # noqa: E741
         dtypes = {name: setup.schema[name].dtype for name in quasi}
 
