@@ -12,24 +12,27 @@ The executor runs the beyond-memory publication of `ppdp.mechanisms.mondrian`
    at most partitions x ranks (x values) per attribute, reach the driver. For l >= 2 with too
    many such cells (``JOINT_CELLS``), a second aggregation counts the sensitive values below,
    at and above each median;
-2. the rows are exchanged by range of row id, so that each task draws their keyed release
-   ranks (stream ``"mondrian"``) over runs of consecutive ids, labelled with their small
-   partition, and exchanged once by it; each task partitions its small partitions one at a
-   time in memory with the code of the in-memory path (``_leaf_keys``), and labels each row
-   with the key of its class's generalized value per quasi-identifier (a set of values
-   travels as its codes, in bytes);
+2. each task draws its rows' keyed release ranks (stream ``"mondrian"``) over runs of
+   consecutive row ids (the input's own partitions when they hold long runs, as
+   `ppdp.spark.read_parquet`'s splits do, else after an exchange by range of row id: see
+   ``_in_runs``) and labels them with their small partition; the rows are exchanged once by
+   it, and each task partitions its small partitions, one at a time, in memory with the code
+   of the in-memory path (``_leaf_keys``), labelling each row with the key of its class's
+   generalized value per quasi-identifier (a set of values travels as its codes, in bytes);
 3. the distinct keys of each quasi-identifier (an aggregation: at most as many as the
    generalized values) reach the driver, which numbers the generalized values in their
    canonical order (``_Covers``), whatever task found them;
-4. the rows are exchanged by part of the release order, sorted by (rank, row id), and each part
-   is written by the task holding it (``_part_table``, `ppdp.release.write_parquet`); the
-   driver writes the generalized values' tables and ``release.json`` last and commits the
-   directory atomically: the files ``Mondrian.publish(table).save`` writes with the same key.
+4. the rows are exchanged by part of the release order; the task holding a part puts it in
+   release order (rank, row id) and writes it (``_part_table``,
+   `ppdp.release.write_parquet`); the driver writes the generalized values' tables and
+   ``release.json`` last and commits the directory atomically: the files that
+   ``Mondrian.publish(table).save`` writes with the same key.
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -136,8 +139,8 @@ class SparkMondrianRelease:
                         yield pa.record_batch({"part": pa.array([index], pa.int32()),
                                                "digest": pa.array([digest])})
 
+                # Each task puts its parts in release order (`_by_part`).
                 written = (keyed.repartition(parts, _PART)
-                           .sortWithinPartitions(_PART, _RANK, ROW_ID)
                            .mapInArrow(write, "part int, digest string").toArrow())
                 found = dict(zip(written.column("part").to_pylist(),
                                  written.column("digest").to_pylist(), strict=True))
@@ -190,7 +193,7 @@ class SparkMondrianRelease:
         dtypes = {name: setup.schema[name].dtype for name in quasi}
 
         def partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            for node, rows in _by_part(batches, _NODE):
+            for node, rows in _by_node(batches):
                 count = rows.num_rows
                 if node in top_keys:
                     keys = {_column(d): pa.array([key] * 1, pa.binary() if d in sets
@@ -222,6 +225,24 @@ class SparkMondrianRelease:
         return (_in_runs(source, [*quasi, setup.sensitive]).mapInArrow(label, labelled)
                 .repartition(_NODE).sortWithinPartitions(_NODE)
                 .mapInArrow(partition, published))
+
+
+def _by_node(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, pa.Table]]:
+    """The rows of a task, sorted by small partition (`_NODE`), one partition at a time."""
+    pending: list[pa.RecordBatch] = []
+    current = None
+    for batch in batches:
+        node = batch.column(_NODE).to_numpy()
+        bounds = np.concatenate([[0], np.flatnonzero(np.diff(node)) + 1, [len(node)]])
+        for first, end in itertools.pairwise(bounds.tolist()):
+            if end > first:
+                if current is not None and int(node[first]) != current:
+                    yield current, pa.Table.from_batches(pending)
+                    pending = []
+                current = int(node[first])
+                pending.append(batch.slice(first, end - first))
+    if current is not None:
+        yield current, pa.Table.from_batches(pending)
 
 
 def _spilled(setup: _Setup, part: pa.Table, known: Mapping[int, pa.Array]) -> pa.Table:
