@@ -90,7 +90,8 @@ def spark_release(spark, folder: Path, mechanism: Mondrian, domains: dict, parti
 def domain_bound(release: SparkMondrianRelease, domains: dict) -> int:
     """The most rows an aggregation of the publication can bring to the driver: a level's
     counts by partition, rank of one quasi-identifier and sensitive value (the other results,
-    the distinct generalized values and the parts' digests, are fewer)."""
+    the distinct generalized values of every attribute and the parts' digests, are fewer on
+    these rows)."""
     quasi = [name for name in COLUMNS if name != "occupation"]
     most_open = 2 ** (release._top.depth - 1)
     return most_open * max(len(domains[name]) for name in quasi) * len(domains["occupation"])
