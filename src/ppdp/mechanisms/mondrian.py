@@ -53,10 +53,10 @@ from __future__ import annotations
 import itertools
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -553,8 +553,23 @@ class _Covers:
             keys = _hierarchy_keys(self.bound, low, high)
         else:
             keys = np.asarray(low, dtype=np.int64) * self.column.size + high
-        self._keys = np.union1d(self._keys, keys)
+        self.add_keys(keys)
         return keys
+
+    def add_keys(self, keys: np.ndarray) -> None:
+        """Add the keys of classes found elsewhere (a hierarchy node or a range, see `add`)."""
+        self._keys = np.union1d(self._keys, keys)
+
+    def add_sets(self, sets: Iterable[bytes]) -> None:
+        """Add the sets of classes found elsewhere, each as its sorted codes (64-bit) in
+        bytes, as `sets` gives them."""
+        for cover in sets:
+            self._sets.setdefault(cover, len(self._sets))
+
+    def sets(self) -> list[bytes]:
+        """Every set added, as its sorted codes (64-bit) in bytes: a set's key is its
+        position here."""
+        return list(self._sets)
 
     def _set_keys(self, pairs: np.ndarray, n_classes: int) -> np.ndarray:
         size = self.column.size
@@ -977,7 +992,8 @@ def _publish_hybrid(setup: _Setup, k: int, l: int, diversity: str,  # noqa: E741
     Memory holds a batch, the histograms of one level, one leaf partition and one part.
     """
     covers = setup.covers()
-    top = _cut_top(setup, k, l, diversity, source, batch_rows, covers, report)
+    top = _cut_top(setup, k, l, diversity, source.n_rows, covers,
+                   _SourceCounts(setup, source, batch_rows, report), LOCAL_ROWS)
     quasi = setup.quasi
     n_rows = source.n_rows
     parts = part_count(n_rows)
@@ -1005,15 +1021,36 @@ def _publish_hybrid(setup: _Setup, k: int, l: int, diversity: str,  # noqa: E741
             digests[name] = write_parquet(staging / name, _part_table(
                 setup, covers, generalized, by_part.take(index)))
             report("writing parts", index + 1, parts)
-        files: dict[str, str | list[str]] = {ROWS: names[0] if parts == 1 else names}
-        for stem, table in _cover_tables(setup.published, generalized).items():
-            files[stem] = f"{stem}.parquet"
-            digests[files[stem]] = write_parquet(staging / files[stem], table)
-        write_metadata(staging, MondrianRelease.mechanism, setup.parameters(k, l, diversity),
-                       n_rows, setup.published, files, digests)
+        _write_release(staging, setup, k, l, diversity, n_rows, generalized, digests)
         commit_directory(staging, target, overwrite=overwrite,
                          replaceable=require_replaceable_release)
     return target
+
+
+def _write_release(staging: Path, setup: _Setup, k: int, l: int,  # noqa: E741
+                   diversity: str, n_rows: int, generalized: Mapping[str, Generalized],
+                   digests: dict[str, str]) -> None:
+    """Beside the parts of the rows (already written, their digests in ``digests``), the
+    generalized values' tables, then ``release.json``."""
+    names = part_names(ROWS, part_count(n_rows))
+    files: dict[str, str | list[str]] = {ROWS: names[0] if len(names) == 1 else names}
+    for stem, table in _cover_tables(setup.published, generalized).items():
+        files[stem] = f"{stem}.parquet"
+        digests[files[stem]] = write_parquet(staging / files[stem], table)
+    write_metadata(staging, MondrianRelease.mechanism, setup.parameters(k, l, diversity),
+                   n_rows, setup.published, files, digests)
+
+
+def _leaf_keys(setup: _Setup, k: int, l: int, diversity: str,  # noqa: E741
+               covers: Mapping[str, _Covers], leaf: pa.Table) -> dict[str, np.ndarray]:
+    """Partition a leaf's rows (codes in columns `_column` and `_SENSITIVE`) in memory: each
+    row's class keys (`_Covers`), by spill column."""
+    quasi = setup.quasi
+    codes = {name: leaf.column(_column(d)).to_numpy() for d, name in enumerate(quasi)}
+    partition = _partition(setup.ranks(codes), leaf.column(_SENSITIVE).to_numpy(), k=k, l=l,
+                           n_ranks=setup.n_ranks, diversity=diversity)
+    return {_column(d): covers[name].of_partition(partition, d, codes[name])[
+        partition.classes] for d, name in enumerate(quasi)}
 
 
 def _finish_leaf(setup: _Setup, k: int, l: int, diversity: str,  # noqa: E741
@@ -1022,30 +1059,61 @@ def _finish_leaf(setup: _Setup, k: int, l: int, diversity: str,  # noqa: E741
     """Partition a spilled leaf in memory and spill its rows, with their classes' keys, by
     part of the release order; the number of its rows."""
     assert leaf is not None
-    quasi = setup.quasi
-    codes = {name: leaf.column(_column(d)).to_numpy() for d, name in enumerate(quasi)}
+    columns = _leaf_keys(setup, k, l, diversity, covers, leaf)
     values = leaf.column(_SENSITIVE).to_numpy()
-    partition = _partition(setup.ranks(codes), values, k=k, l=l, n_ranks=setup.n_ranks,
-                           diversity=diversity)
-    columns = {_column(d): covers[name].of_partition(partition, d, codes[name])[
-        partition.classes] for d, name in enumerate(quasi)}
     draws = leaf.column(_DRAW).to_numpy()
     by_part.append(part_of(draws, parts), {**columns, _SENSITIVE: values, _DRAW: draws,
                                            _ROW: leaf.column(_ROW).to_numpy()})
     return len(values)
 
 
+class _LevelCounts(Protocol):
+    """Where `_cut_top` gets the counts of a level's open partitions (``lookup``: each tree
+    node's position among them, -1 for others): passes over a source (`_SourceCounts`) or
+    aggregations where the rows are."""
+
+    def ranks(self, top: _Top, lookup: np.ndarray, count: int, n_values: int, stage: str
+              ) -> list[np.ndarray]:
+        """As `_rank_histograms`."""
+        ...
+
+    def around(self, top: _Top, lookup: np.ndarray, median: np.ndarray, diversity: str,
+               stage: str) -> np.ndarray:
+        """As `_values_around`."""
+        ...
+
+
+@dataclass(frozen=True)
+class _SourceCounts:
+    """A level's counts from passes over a source, ``batch_rows`` at a time."""
+
+    setup: _Setup
+    source: Source
+    batch_rows: int
+    report: Progress
+
+    def ranks(self, top: _Top, lookup: np.ndarray, count: int, n_values: int, stage: str
+              ) -> list[np.ndarray]:
+        return _rank_histograms(self.setup, self.source, self.batch_rows, top, lookup, count,
+                                n_values, self.report, stage)
+
+    def around(self, top: _Top, lookup: np.ndarray, median: np.ndarray, diversity: str,
+               stage: str) -> np.ndarray:
+        return _values_around(self.setup, self.source, self.batch_rows, top, lookup, median,
+                              diversity, self.report, stage)
+
+
 def _cut_top(setup: _Setup, k: int, l: int, diversity: str,  # noqa: E741
-             source: Source, batch_rows: int, covers: Mapping[str, _Covers],
-             report: Progress) -> _Top:
-    """Cut every partition of more than `LOCAL_ROWS` rows as `_levels` would, deciding each
-    level's cuts (`_choose_cuts`) from histograms of its open partitions gathered in one pass
-    over the source (for l >= 2, two when the counts by sensitive value would not fit in
+             n_rows: int, covers: Mapping[str, _Covers], counts: _LevelCounts,
+             local_rows: int) -> _Top:
+    """Cut every partition of more than ``local_rows`` rows as `_levels` would, deciding each
+    level's cuts (`_choose_cuts`) from histograms of its open partitions (``counts``: one
+    pass over the rows, for l >= 2 two when the counts by sensitive value would not fit in
     `JOINT_CELLS`)."""
     top = _Top()
-    if source.n_rows <= LOCAL_ROWS:
+    if n_rows <= local_rows:
         top.leaves.append(0)
-        top.leaf_rows.append(source.n_rows)
+        top.leaf_rows.append(n_rows)
         return top
     open_nodes = [0]
     while open_nodes:
@@ -1055,9 +1123,9 @@ def _cut_top(setup: _Setup, k: int, l: int, diversity: str,  # noqa: E741
         count = len(open_nodes)
         n_values = setup.schema[setup.sensitive].size
         joint = l >= 2 and count * sum(setup.n_ranks) * n_values <= JOINT_CELLS
-        counts = _rank_histograms(setup, source, batch_rows, top, lookup, count,
-                                  n_values if joint else 1, report, f"cutting level {level}")
-        histograms = [c.sum(axis=2) for c in counts]
+        by_rank = counts.ranks(top, lookup, count, n_values if joint else 1,
+                               f"cutting level {level}")
+        histograms = [c.sum(axis=2) for c in by_rank]
         sizes = histograms[0].sum(axis=1)
         low = np.stack([np.argmax(h > 0, axis=1) for h in histograms], axis=1)
         high = np.stack([h.shape[1] - 1 - np.argmax(h[:, ::-1] > 0, axis=1)
@@ -1066,11 +1134,11 @@ def _cut_top(setup: _Setup, k: int, l: int, diversity: str,  # noqa: E741
             *(_histogram_median(h, sizes) for h in histograms), strict=True))
         around = None
         if joint:
-            around = _values_around_in(counts, median)
+            around = _values_around_in(by_rank, median)
         elif l >= 2:
-            around = _values_around(setup, source, batch_rows, top, lookup, median, diversity,
-                                    report, f"l-diversity at level {level}")
-        del counts
+            around = counts.around(top, lookup, median, diversity,
+                                   f"l-diversity at level {level}")
+        del by_rank
         cut_dim, threshold = _choose_cuts(low, high, setup.n_ranks, sizes, k, l, diversity,
                                           _counted_medians(median, below, at, around, diversity))
         final = np.flatnonzero(cut_dim < 0)
@@ -1089,7 +1157,7 @@ def _cut_top(setup: _Setup, k: int, l: int, diversity: str,  # noqa: E741
             left_rows = int(histograms[dim][j, :cut + 1].sum())
             for child, rows in zip(top.cut(open_nodes[j], dim, cut),
                                    (left_rows, int(sizes[j]) - left_rows), strict=True):
-                if rows > LOCAL_ROWS:
+                if rows > local_rows:
                     next_open.append(child)
                 else:
                     top.leaves.append(child)
@@ -1121,19 +1189,25 @@ def _open_rows(setup: _Setup, source: Source, batch_rows: int, top: _Top, lookup
     among the open ones, -1 for others), ranks (rows x attributes) and sensitive codes when
     asked."""
     columns = (*setup.quasi, setup.sensitive) if sensitive else setup.quasi
-    widest = max(setup.n_ranks)
     done = 0
     for _, codes in source.batches(batch_rows, columns):
-        ranks = _rank_matrix(setup.ranks(codes), widest)
-        local = lookup[top.descend(ranks)]
-        values = codes[setup.sensitive] if sensitive else None
-        done += len(local)
-        if not (local >= 0).all():
-            inside = np.flatnonzero(local >= 0)
-            local, ranks = local[inside], ranks[inside]
-            values = values[inside] if values is not None else None
-        yield local, ranks, values
+        done += len(codes[setup.quasi[0]])
+        yield _open_batch(setup, top, lookup, codes, sensitive=sensitive)
         report(stage, done, source.n_rows)
+
+
+def _open_batch(setup: _Setup, top: _Top, lookup: np.ndarray, codes: Mapping[str, np.ndarray],
+                *, sensitive: bool = False
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The rows of a batch (codes by column) in open partitions, as `_open_rows` gives them."""
+    ranks = _rank_matrix(setup.ranks(codes), max(setup.n_ranks))
+    local = lookup[top.descend(ranks)]
+    values = codes[setup.sensitive] if sensitive else None
+    if not (local >= 0).all():
+        inside = np.flatnonzero(local >= 0)
+        local, ranks = local[inside], ranks[inside]
+        values = values[inside] if values is not None else None
+    return local, ranks, values
 
 
 def _rank_histograms(setup: _Setup, source: Source, batch_rows: int, top: _Top,

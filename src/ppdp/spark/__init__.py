@@ -8,7 +8,8 @@ encodes the partition a row lands in. The release key stays on the driver: the t
 only keys derived from it through BLAKE2b (`ppdp.keyed.stream_key`).
 
 Modules: `session` (starting Spark, reading Parquet with row ids), `source` (a DataFrame as a
-`ppdp.sources.Source`), `rows` (row-local mechanisms), `cube` (counting a saved release).
+`ppdp.sources.Source`), `rows` (row-local mechanisms), `mondrian` (Mondrian: top levels as
+aggregations, then in memory), `cube` (counting a saved release).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ppdp.keyed import make_key
 from ppdp.randomness import RandomState
 from ppdp.spark.cube import SparkCube
+from ppdp.spark.mondrian import SparkMondrianRelease, publish_mondrian
 from ppdp.spark.rows import SparkRelease, publish_rows
 from ppdp.spark.session import (
     ROW_ID,
@@ -52,7 +54,8 @@ class SparkPublished(Protocol):
         ...
 
 
-__all__ = ["ROW_ID", "SparkCube", "SparkFailedError", "SparkPublished", "SparkRelease",
+__all__ = ["ROW_ID", "SparkCube", "SparkFailedError", "SparkMondrianRelease", "SparkPublished",
+           "SparkRelease",
            "SparkSource", "SparkUnavailableError", "failure_message", "java_version", "publish",
            "read_parquet", "require_java", "require_pyspark", "spark_session"]
 
@@ -77,5 +80,7 @@ def publish(mechanism: Mechanism, frame: Any, *, sensitive: Sequence[str] | str 
     if mechanism.name == "laplace":
         # A query session: each count a Spark aggregation over the frame, noised on the driver.
         return mechanism.publish(source, random_state=random_state)  # type: ignore[return-value]
+    if mechanism.name == "mondrian":
+        return publish_mondrian(mechanism, source, key)  # type: ignore[arg-type]
     raise SparkUnavailableError(f"{mechanism.name} does not run on Spark yet (only "
-                                f"uniform, sdr, dbr, frapp and laplace do)")
+                                f"uniform, sdr, dbr, frapp, laplace and mondrian do)")
