@@ -52,7 +52,7 @@ import pyarrow.compute as pc
 
 from ppdp.errors import InfeasibleError
 from ppdp.keyed import KeyedStream, make_key
-from ppdp.plans import QuotaAssignment, run_passes
+from ppdp.plans import Pass, QuotaAssignment, run_passes
 from ppdp.randomness import RandomState
 from ppdp.release import (
     Release,
@@ -147,7 +147,8 @@ def publish_blocks(mechanism: GroupMechanism, source: Source,
     batch_rows = batch_rows or DEFAULT_BATCH_ROWS
     key = make_key(random_state)
     n_blocks = max(1, math.ceil(source.n_rows / BLOCK_ROWS))
-    label = _block_labels(source, sensitive, key, n_blocks, batch_rows, progress)
+    label = block_labels(source, sensitive, key, n_blocks, lambda passes: run_passes(
+        passes, _Reported(source, "assign", progress), batch_rows))
     names = [c.name for c in source.schema.columns if c.role != Role.IGNORED]
     schema = source.schema.select(names)
     with staged_directory(target) as staging:
@@ -204,12 +205,12 @@ def _length(codes: Mapping[str, np.ndarray]) -> int:
     return len(next(iter(codes.values())))
 
 
-def _block_labels(source: Source, sensitive: Sequence[str], key: int, n_blocks: int,
-                  batch_rows: int, progress: Progress | None) -> Labels:
-    """The function giving each row of a batch its block: after the quota assignment's two
-    passes, or block 0 for every row when there is one block (no pass needed)."""
+def block_labels(source: Source, sensitive: Sequence[str], key: int, n_blocks: int,
+                 run: Callable[[Sequence[Pass]], None]) -> Labels:
+    """The function giving each row of a batch its block: after ``run`` has run the quota
+    assignment's passes, or block 0 for every row when there is one block (no pass needed)."""
     if n_blocks == 1:
-        return lambda start, codes: np.zeros(_length(codes), dtype=np.uint8)
+        return _first_block
     shape = tuple(source.schema[c].size for c in sensitive)
 
     def combination(codes: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -217,8 +218,12 @@ def _block_labels(source: Source, sensitive: Sequence[str], key: int, n_blocks: 
 
     quotas = block_quotas(np.asarray(source.histogram(sensitive)).reshape(-1), n_blocks)
     assignment = QuotaAssignment(KeyedStream(key, "block"), quotas, combination, sensitive)
-    run_passes(assignment.passes, _Reported(source, "assign", progress), batch_rows)
+    run(assignment.passes)
     return assignment.labels
+
+
+def _first_block(start: int, codes: Mapping[str, np.ndarray]) -> np.ndarray:
+    return np.zeros(_length(codes), dtype=np.uint8)
 
 
 def _exchange(source: Source, schema: Schema, label: Labels, spills: Sequence[Path],
@@ -246,8 +251,16 @@ def _publish_spill(mechanism: GroupMechanism, spill: Path, schema: Schema, name:
         data = pa.ipc.open_file(handle).read_all()
     table = Table(schema, {c: data.column(c).to_numpy() for c in schema.names}, name=name)
     del data  # the Arrow copy of chunks that to_numpy concatenated
+    return publish_one_block(mechanism, table, block_generator(key, mechanism.name, block),
+                             block, n_blocks)
+
+
+def publish_one_block(mechanism: GroupMechanism, table: Table, rng: np.random.Generator,
+                      block: int, n_blocks: int) -> Release:
+    """Publish block ``block`` (of ``n_blocks``) in memory with its generator; an infeasible
+    block is named, with its size."""
     try:
-        return mechanism.publish_block(table, block_generator(key, mechanism.name, block))
+        return mechanism.publish_block(table, rng)
     except InfeasibleError as exc:
         raise InfeasibleError(f"block {block + 1} of {n_blocks} ({table.n_rows} rows, each "
                               f"value in the table's proportion): {exc}") from exc
@@ -261,11 +274,26 @@ def _write_block(staging: Path, release: Release, block: int, n_blocks: int, off
     distinct rows of a release counted from its rows are counted into ``counter``."""
     for stem, published in release._tables().items():
         name = part_names(stem, n_blocks)[block]
-        table = _offset_groups(published, offset)
-        digests[name] = write_parquet(staging / name, table)
+        counted = counts_rows(release, stem)
+        digests[name], counts = write_part(staging / name, published, offset, counted)
         files.setdefault(stem, []).append(name)
-        if stem == "rows" and stem in release.scanned:
-            counter.add(counter.count_part(table))
+        if counted:
+            counter.add(counts)
+
+
+def counts_rows(release: Release, stem: str) -> bool:
+    """Whether the distinct rows of a published table are counted (`ppdp.row_counts`): those
+    of the rows that a loaded release counts from."""
+    return stem == "rows" and stem in release.scanned
+
+
+def write_part(path: Path, table: pa.Table, offset: int, counted: bool) -> tuple[str, Any]:
+    """Write a block's published table as its part of the release, its group ids (if any)
+    moved past the ``offset`` groups of the blocks before it: the part's digest and, when
+    ``counted``, the counts of its distinct rows (`RowCounter.count_part`), else None."""
+    table = _offset_groups(table, offset)
+    digest = write_parquet(path, table)
+    return digest, RowCounter().count_part(table) if counted else None
 
 
 def _offset_groups(table: pa.Table, offset: int) -> pa.Table:
