@@ -8,8 +8,9 @@ encodes the partition a row lands in. The release key stays on the driver: the t
 only keys derived from it through BLAKE2b (`ppdp.keyed.stream_key`).
 
 Modules: `session` (starting Spark, reading Parquet with row ids), `source` (a DataFrame as a
-`ppdp.sources.Source`), `rows` (row-local mechanisms), `mondrian` (Mondrian: top levels as
-aggregations, then in memory), `cube` (counting a saved release).
+`ppdp.sources.Source`), `rows` (row-local mechanisms), `blocks` (group mechanisms, block by
+block), `mondrian` (Mondrian: top levels as aggregations, then in memory), `cube` (counting a
+saved release).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ppdp.blocks import GroupMechanism
 from ppdp.keyed import make_key
 from ppdp.randomness import RandomState
+from ppdp.spark.blocks import SparkGroupRelease, publish_groups
 from ppdp.spark.cube import SparkCube
 from ppdp.spark.mondrian import SparkMondrianRelease, publish_mondrian
 from ppdp.spark.rows import SparkRelease, publish_rows
@@ -54,9 +57,9 @@ class SparkPublished(Protocol):
         ...
 
 
-__all__ = ["ROW_ID", "SparkCube", "SparkFailedError", "SparkMondrianRelease", "SparkPublished",
-           "SparkRelease",
-           "SparkSource", "SparkUnavailableError", "failure_message", "java_version", "publish",
+__all__ = ["ROW_ID", "SparkCube", "SparkFailedError", "SparkGroupRelease",
+           "SparkMondrianRelease", "SparkPublished", "SparkRelease", "SparkSource",
+           "SparkUnavailableError", "failure_message", "java_version", "publish",
            "read_parquet", "require_java", "require_pyspark", "spark_session"]
 
 
@@ -70,17 +73,22 @@ def publish(mechanism: Mechanism, frame: Any, *, sensitive: Sequence[str] | str 
     ``row_id`` names the column of stable row ids (see the package); the roles and declared
     domains are those `ppdp.read_table` takes. When the row ids are the rows' positions
     ``0 .. n - 1`` (as `read_parquet`'s are), the same ``random_state`` gives the same release
-    files as ``mechanism.publish(table)`` on the rows in that order."""
+    files as ``mechanism.publish(table)`` on the rows in that order (for splu, anatomy and
+    ambiguity: as ``mechanism.publish_source``, in blocks beyond `ppdp.blocks.BLOCK_ROWS`
+    rows)."""
     require_pyspark()
     source = SparkSource(frame, sensitive=sensitive, quasi_identifiers=quasi_identifiers,
                          domains=domains, row_id=row_id, observed_domains=observed_domains)
     key = make_key(random_state)
     if hasattr(mechanism, "row_plan"):
         return publish_rows(mechanism, source, key)
+    if isinstance(mechanism, GroupMechanism):
+        return publish_groups(mechanism, source, key)
     if mechanism.name == "laplace":
         # A query session: each count a Spark aggregation over the frame, noised on the driver.
         return mechanism.publish(source, random_state=random_state)  # type: ignore[return-value]
     if mechanism.name == "mondrian":
         return publish_mondrian(mechanism, source, key)  # type: ignore[arg-type]
-    raise SparkUnavailableError(f"{mechanism.name} does not run on Spark yet (only "
-                                f"uniform, sdr, dbr, frapp, laplace and mondrian do)")
+    raise SparkUnavailableError(f"{mechanism.name} does not run on Spark yet (only uniform, "
+                                f"sdr, dbr, frapp, laplace, mondrian, splu, anatomy and "
+                                f"ambiguity do)")
