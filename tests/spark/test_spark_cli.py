@@ -63,11 +63,11 @@ def test_spark_engine_refusals(spark, tmp_path):
         in result.output
     parquet = tmp_path / "t.parquet"
     pq.write_table(pa.table({"a": [1, 2], "b": [3, 4]}), parquet)
-    result = CliRunner().invoke(app, ["publish", str(parquet), "-m", "splu", "-s", "b",
-                                      "-p", "gamma=2", "--observed-domains", "--engine",
+    result = CliRunner().invoke(app, ["publish", str(parquet), "-m", "laplace", "-s", "b",
+                                      "-p", "epsilon=1", "--observed-domains", "--engine",
                                       "spark", "-o", str(tmp_path / "out")])
     assert result.exit_code == 2
-    assert "error: splu does not run on Spark yet" in result.output
+    assert "error: laplace answers queries over the private data" in result.output
     assert not (tmp_path / "out").exists()
 
 

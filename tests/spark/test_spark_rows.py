@@ -13,20 +13,19 @@ import pytest
 
 import ppdp
 import ppdp.plans
-from ppdp.errors import SchemaError
+from ppdp.errors import ReleaseError, SchemaError
 from ppdp.io import read_table
 from ppdp.keyed import make_key
 from ppdp.mechanisms import (
     DBR,
     FRAPP,
-    Anatomy,
+    LaplaceCounts,
     PerturbationPartitioning,
     UniformPerturbation,
 )
 from ppdp.plans import QuotaAssignment
 from ppdp.spark import (
     ROW_ID,
-    SparkUnavailableError,
     failure_message,
     publish,
     read_parquet,
@@ -154,8 +153,11 @@ def test_refusals(spark, input_folder, domains, tmp_path):
     with pytest.raises(SchemaError, match="distinct non-negative"):
         publish(DBR(), frame.withColumn(ROW_ID, frame[ROW_ID] - 5), sensitive="occupation",
                 domains=domains)
-    with pytest.raises(SparkUnavailableError, match="anatomy does not run on Spark yet"):
-        publish(Anatomy(l=5), frame, sensitive="occupation", domains=domains)
+    # Laplace gives a query session: no release to write.
+    with pytest.raises(ReleaseError, match="laplace answers queries over the private data"):
+        publish(LaplaceCounts(epsilon=1.0), frame, sensitive="occupation",
+                domains=domains).save(tmp_path / "release")
+    assert not (tmp_path / "release").exists()
 
 
 def test_a_named_row_id_column(spark, input_folder, adult_rows, domains, tmp_path):
