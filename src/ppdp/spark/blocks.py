@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import os
 import pickle
+import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -124,7 +125,7 @@ class SparkGroupRelease:
                     for block in range(n_blocks)]
             rewritten = _write_held(self.source.frame.sparkSession, staging,
                                     [jobs for jobs in held if jobs])
-            (staging / _HELD).rmdir()
+            shutil.rmtree(staging / _HELD)
             files: dict[str, list[str]] = {}
             digests: dict[str, str] = {}
             counter = RowCounter()
@@ -228,7 +229,9 @@ def _written(release: Release, block: int, n_blocks: int, staging: Path) -> pa.R
 
 def _hold(path: Path, table: pa.Table) -> None:
     """Keep a published table as Arrow IPC (read back exactly as it was written)."""
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+    options = pa.ipc.IpcWriteOptions(compression="zstd")
+    with pa.OSFile(str(path), "wb") as sink, \
+            pa.ipc.new_file(sink, table.schema, options=options) as writer:
         writer.write_table(table)
 
 
@@ -249,9 +252,9 @@ def _write_held(spark: Any, staging: Path, jobs: Sequence[Sequence[tuple[str, in
                     held = Path(where) / _HELD / name
                     with pa.OSFile(str(held)) as handle:
                         table = pa.ipc.open_file(handle).read_all()
+                    # The held table stays until the job is done: a retried task reads it.
                     digest, counts = write_part(Path(where) / name, table, offset,
                                                 counts_wanted)
-                    held.unlink()
                     names.append(name)
                     digests.append(digest)
                     counted.append(pickle.dumps(counts) if counts_wanted else None)
