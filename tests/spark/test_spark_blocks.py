@@ -141,6 +141,15 @@ def test_publish_runs_group_mechanisms_in_blocks(spark, input_folder, domains):
     assert (release.mechanism, release.n_rows, release.n_blocks) == ("anatomy", N_ROWS, 1)
 
 
+def test_key_never_written(on_spark):
+    key = make_key(SEED)
+    secrets = [key.to_bytes(16, "big"), key.to_bytes(16, "little"), str(key).encode(),
+               f"{key:x}".encode(), f"{key:032x}".encode()]
+    for path in on_spark.values():
+        for content in release_files(path).values():
+            assert not any(secret in content for secret in secrets)
+
+
 def test_splu_keeps_every_row(on_spark, table):
     release = load_release(on_spark["splu", 7])
     quasi = table.schema.quasi_identifiers

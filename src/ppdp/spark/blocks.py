@@ -106,13 +106,7 @@ class SparkGroupRelease:
         schema = self.source.schema.select(names)
         with staged_directory(target) as staging:
             (staging / _HELD).mkdir()
-            written = self._published(schema, staging).toArrow()
-            by_block: dict[int, list[dict[str, Any]]] = {}
-            for entry in written.sort_by([("block", "ascending"),
-                                          ("position", "ascending")]).to_pylist():
-                by_block.setdefault(entry["block"], []).append(entry)
-            # Every block holds rows (its quotas add up to N / B rows, rounded).
-            assert sorted(by_block) == list(range(n_blocks)), "every block is published"
+            by_block = _by_block(self._published(schema, staging).toArrow(), n_blocks)
             parameters: dict[str, Any] = {}
             offsets, n_rows, groups = [], 0, 0
             for block in range(n_blocks):
@@ -225,6 +219,17 @@ def _written(release: Release, block: int, n_blocks: int, staging: Path) -> pa.R
         "counted": pa.array(rows["counted"], pa.bool_()),
         "counts": pa.array(rows["counts"], pa.binary()),
         "described": pa.array(rows["described"], pa.binary())})
+
+
+def _by_block(written: pa.Table, n_blocks: int) -> list[list[dict[str, Any]]]:
+    """What the publishing tasks returned, by block, each block's tables in their order."""
+    by_block: list[list[dict[str, Any]]] = [[] for _ in range(n_blocks)]
+    for entry in written.sort_by([("block", "ascending"), ("position", "ascending")]
+                                 ).to_pylist():
+        by_block[entry["block"]].append(entry)
+    # Every block holds rows (its quotas add up to N / B rows, rounded).
+    assert all(by_block), "every block is published"
+    return by_block
 
 
 def _hold(path: Path, table: pa.Table) -> None:
