@@ -50,12 +50,8 @@ def adult_rows() -> pa.Table:
 
 
 @pytest.fixture(scope="module")
-def domains() -> dict:
-    from ppdp.datasets import read_domains_file
-
-    with resources.as_file(resources.files(ppdp.datasets) / "adult.domains.json") as path:
-        return {name: domain for name, domain in read_domains_file(path).items()
-                if name in COLUMNS}
+def domains(adult_domains) -> dict:
+    return {name: adult_domains[name] for name in COLUMNS}
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ and writes the same files from the same key:
 2. exchange: each task labels its runs of consecutive row ids with their blocks (keyed draws,
    so the labels do not depend on the partitioning); the rows are exchanged by block label,
    a pseudo-random bucket stratified by sensitive value (never one task per sensitive value,
-   which would put the commonest value's rows in one task), one block a task, and sorted by
-   row id there: the order the streaming executor's spill file holds them in;
+   which would put the commonest value's rows in one task), one block a task, and put in
+   row-id order there: the order the streaming executor's spill file holds them in;
 3. publish: each task publishes its block with the mechanism's ``publish_block`` and the
    block's generator (stream ``mechanism.name``, index b; the tasks get only that stream's key
    and the assignment's, never the release key), and writes each published table as part b.
@@ -64,7 +64,7 @@ from ppdp.release import (
     write_row_counts,
 )
 from ppdp.row_counts import RowCounter
-from ppdp.spark.rows import _PART, _by_part
+from ppdp.spark.rows import _PART, _grouped
 from ppdp.spark.session import ROW_ID
 from ppdp.spark.source import SparkSource, _in_runs, _run_passes, _runs, _signed
 from ppdp.storage import commit_directory, staged_directory
@@ -106,7 +106,7 @@ class SparkGroupRelease:
         schema = self.source.schema.select(names)
         with staged_directory(target) as staging:
             (staging / _HELD).mkdir()
-            by_block = _by_block(self._published(schema, staging).toArrow(), n_blocks)
+            by_block = _answers_by_block(self._published(schema, staging).toArrow(), n_blocks)
             parameters: dict[str, Any] = {}
             offsets, n_rows, groups = [], 0, 0
             for block in range(n_blocks):
@@ -142,7 +142,7 @@ class SparkGroupRelease:
 
     def _published(self, schema: Schema, staging: Path) -> Any:
         """The Spark DataFrame whose tasks publish the blocks and write their parts (lazy):
-        rows labelled by block, exchanged one block a task, sorted by row id."""
+        rows labelled by block, exchanged one block a task, put in row-id order there."""
         mechanism, label, stream, n_blocks = (self._mechanism, self._label, self._stream,
                                               self.n_blocks)
         columns = list(schema.columns)
@@ -159,7 +159,7 @@ class SparkGroupRelease:
                     _PART: pa.array(label(start, codes).astype(np.int32))})
 
         def published(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            for block, rows in _by_part(batches):
+            for block, rows in _in_row_id_order(batches):
                 table = Table(schema, {c.name: rows.column(c.name).to_numpy().astype(c.dtype)
                                        for c in columns})
                 del rows
@@ -173,7 +173,6 @@ class SparkGroupRelease:
         return (_in_runs(self.source, schema.names)
                 .mapInArrow(labelled, label_schema)
                 .repartitionById(n_blocks, _PART)
-                .sortWithinPartitions(_PART, ROW_ID)
                 .mapInArrow(published, _WRITTEN))
 
 
@@ -188,6 +187,13 @@ def publish_groups(mechanism: GroupMechanism, source: SparkSource, key: int, *,
                          lambda passes: _run_passes(passes, source))
     return SparkGroupRelease(mechanism, source, label, n_blocks,
                              KeyedStream(key, mechanism.name))
+
+
+def _in_row_id_order(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, pa.Table]]:
+    """The rows of a task as one table per block, in row-id order (sorted here, in numpy)."""
+    for block, rows in _grouped(batches, _PART):
+        yield block, rows.take(pa.array(np.argsort(rows.column(ROW_ID).to_numpy(),
+                                                   kind="stable")))
 
 
 def _written(release: Release, block: int, n_blocks: int, staging: Path) -> pa.RecordBatch:
@@ -221,7 +227,7 @@ def _written(release: Release, block: int, n_blocks: int, staging: Path) -> pa.R
         "described": pa.array(rows["described"], pa.binary())})
 
 
-def _by_block(written: pa.Table, n_blocks: int) -> list[list[dict[str, Any]]]:
+def _answers_by_block(written: pa.Table, n_blocks: int) -> list[list[dict[str, Any]]]:
     """What the publishing tasks returned, by block, each block's tables in their order."""
     by_block: list[list[dict[str, Any]]] = [[] for _ in range(n_blocks)]
     for entry in written.sort_by([("block", "ascending"), ("position", "ascending")]

@@ -214,9 +214,18 @@ def _published(plan: RowPlan, source: SparkSource, ranks: KeyedStream
 def _by_part(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, pa.Table]]:
     """The rows of a task as one table per part, each in release order (by rank, equal ranks
     by row id): sorted here, in numpy, rather than by Spark (which sorted 10^7 rows slower)."""
+    for index, table in _grouped(batches, _PART):
+        ranks = table.column(_RANK).to_numpy().view(np.uint64) ^ _TOP_BIT
+        yield index, table.take(pa.array(rank_order(ranks, table.column(ROW_ID).to_numpy())))
+
+
+def _grouped(batches: Iterator[pa.RecordBatch], column: str
+             ) -> Iterator[tuple[int, pa.Table]]:
+    """The rows of a task as one table per value of an integer column, in order of value
+    (each table's rows in the order they came)."""
     pending: dict[int, list[pa.RecordBatch]] = {}
     for batch in batches:
-        part = batch.column(_PART).to_numpy()
+        part = batch.column(column).to_numpy()
         order = np.argsort(part, kind="stable")
         bounds = np.concatenate([[0], np.flatnonzero(np.diff(part[order])) + 1, [len(part)]])
         moved = batch.take(pa.array(order))
@@ -225,6 +234,4 @@ def _by_part(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, pa.Table]
                 pending.setdefault(int(part[order[first]]), []).append(
                     moved.slice(first, end - first))
     for index in sorted(pending):
-        table = pa.Table.from_batches(pending.pop(index)).combine_chunks()
-        ranks = table.column(_RANK).to_numpy().view(np.uint64) ^ _TOP_BIT
-        yield index, table.take(pa.array(rank_order(ranks, table.column(ROW_ID).to_numpy())))
+        yield index, pa.Table.from_batches(pending.pop(index)).combine_chunks()
