@@ -293,8 +293,7 @@ def publish(
                          "memory bounded whatever its size), auto (streaming for files of "
                          f"{STREAMING_FILE_BYTES >> 20} MB or more, or too large for the "
                          "memory available) or spark (a Parquet file or folder on Spark: the "
-                         "master of the Spark configuration, else local[*]; uniform, sdr, dbr "
-                         "and frapp)")] = "auto",
+                         "master of the Spark configuration, else local[*])")] = "auto",
     batch_rows: Annotated[int, typer.Option(
         "--batch-rows", min=1, help="rows per batch of the streaming engine")] = 1 << 20,
 ) -> None:
