@@ -389,7 +389,7 @@ _LITERALS = st.one_of(
 def test_plain_conjunctions_read_as_the_parser_reads_them(terms, joints, end):
     """Every text the plain reader takes gives the very query sqlglot's parse gives; the
     others (and anything the parser refuses) go to the parser."""
-    from ppdp.query import _parsed_sql, _plain_conjunction
+    from ppdp.query_sql import _parsed_sql, _plain_conjunction
 
     text = "".join(
         (joints[i - 1] if i else "") + name + before + op + after + literal
@@ -408,12 +408,12 @@ def test_plain_conjunctions_read_as_the_parser_reads_them(terms, joints, end):
 
 
 def test_plain_conjunctions_are_read_without_the_parser(monkeypatch):
-    import ppdp.query
+    import ppdp.query_sql
 
     def refuse(*args):
         raise AssertionError("parsed by sqlglot")
 
-    monkeypatch.setattr(ppdp.query, "_parsed_sql", refuse)
+    monkeypatch.setattr(ppdp.query_sql, "_parsed_sql", refuse)
     query = parse_query("age >= 40 AND sex = 'Fe''male' and  \"hours-\"\"week\"<>-3.5e1;")
     assert query.where == And((Compare(">=", Col("age"), Lit(40)),
                                Compare("=", Col("sex"), Lit("Fe'male")),
