@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ppdp.keyed import make_key
 from ppdp.randomness import RandomState
+from ppdp.spark.alphabeta import publish_view
 from ppdp.spark.cube import SparkCube
 from ppdp.spark.mondrian import SparkMondrianRelease, publish_mondrian
 from ppdp.spark.rows import SparkRelease, publish_rows
@@ -77,10 +78,13 @@ def publish(mechanism: Mechanism, frame: Any, *, sensitive: Sequence[str] | str 
     key = make_key(random_state)
     if hasattr(mechanism, "row_plan"):
         return publish_rows(mechanism, source, key)
+    if mechanism.name == "alphabeta":
+        # The first view; `ppdp.spark.alphabeta.SparkViews` continues a sequence.
+        return publish_view(mechanism, source, key)  # type: ignore[arg-type]
     if mechanism.name == "laplace":
         # A query session: each count a Spark aggregation over the frame, noised on the driver.
         return mechanism.publish(source, random_state=random_state)  # type: ignore[return-value]
     if mechanism.name == "mondrian":
         return publish_mondrian(mechanism, source, key)  # type: ignore[arg-type]
     raise SparkUnavailableError(f"{mechanism.name} does not run on Spark yet (only "
-                                f"uniform, sdr, dbr, frapp, laplace and mondrian do)")
+                                f"uniform, sdr, dbr, frapp, laplace, mondrian and alphabeta do)")

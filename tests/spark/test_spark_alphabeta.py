@@ -1,0 +1,165 @@
+"""Alpha-beta views on Spark against `ViewSequence.publish_to`: the same key gives the same
+release files, view 1 and view 2 (after view 1, with the state), whatever the partitioning; the
+state written on Spark resumes in memory and on Spark; no key in any file."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+import ppdp
+import ppdp.plans
+from ppdp.errors import InfeasibleError, ReleaseError
+from ppdp.io import read_table
+from ppdp.keyed import make_key
+from ppdp.mechanisms import alphabeta
+from ppdp.mechanisms.alphabeta import AlphaBeta, ViewSequence
+from ppdp.spark import SparkSource, publish, read_parquet
+from ppdp.spark.alphabeta import SparkViews
+
+# m = 2 * 5 * 2 * 8 * 16 * 7 = 17,920 tuples; 4,000 rows hold about 1,500 distinct ones.
+COLUMNS = ["sex", "race", "salary-class", "workclass", "education", "marital-status"]
+ROWS = 4_000
+SEED = 23
+
+
+def mechanism() -> AlphaBeta:
+    # About 0.35 * 4,000 kept rows and 0.05 * 17,920 inserted tuples a view.
+    return AlphaBeta(alpha=0.3, beta=0.05, v=2)
+
+
+@pytest.fixture(autouse=True)
+def small_parts_and_chunks(monkeypatch):
+    # Several parts of the view and of V', several chunks of D (drawn by several tasks).
+    monkeypatch.setattr(ppdp.plans, "ROWS_PER_PART", 700)
+    monkeypatch.setattr(alphabeta, "NOISE_CHUNK", 256)
+
+
+@pytest.fixture(scope="module")
+def domains() -> dict:
+    from ppdp.datasets import read_domains_file
+
+    with resources.as_file(resources.files(ppdp.datasets) / "adult.domains.json") as path:
+        return {name: domain for name, domain in read_domains_file(path).items()
+                if name in COLUMNS}
+
+
+@pytest.fixture(scope="module")
+def rows_file(tmp_path_factory) -> Path:
+    with resources.as_file(resources.files(ppdp.datasets) / "adult.parquet") as path:
+        rows = pq.read_table(path, columns=COLUMNS).slice(0, ROWS)
+    target = tmp_path_factory.mktemp("adult") / "rows.parquet"
+    pq.write_table(rows, target, row_group_size=1_500)
+    return target
+
+
+@pytest.fixture(scope="module")
+def table(rows_file, domains) -> ppdp.Table:
+    return read_table(pq.read_table(rows_file), domains=domains)
+
+
+@pytest.fixture(scope="module")
+def in_memory(table, tmp_path_factory) -> dict[str, dict[str, bytes]]:
+    """Views 1 and 2 written by `ViewSequence.publish_to` (keys SEED and SEED + 1)."""
+    folder = tmp_path_factory.mktemp("memory")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ppdp.plans, "ROWS_PER_PART", 700)
+        patch.setattr(alphabeta, "NOISE_CHUNK", 256)
+        views = ViewSequence(mechanism(), table)
+        for view in (1, 2):
+            views.publish_to(folder / f"view{view}", random_state=SEED + view - 1)
+    return {f"view{view}": files_of(folder / f"view{view}") for view in (1, 2)}
+
+
+def files_of(directory: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
+
+
+def source_of(spark, rows_file, domains, partitions: int) -> SparkSource:
+    return SparkSource(read_parquet(spark, rows_file).repartition(partitions), domains=domains)
+
+
+@pytest.mark.parametrize("partitions", [1, 7])
+def test_views_on_spark_are_the_views_in_memory(spark, rows_file, domains, table, in_memory,
+                                                tmp_path, partitions):
+    expected = in_memory
+    assert sum(name.startswith("view-") for name in expected["view2"]) >= 2
+    assert sum(name.startswith("earlier-") for name in expected["view2"]) >= 2
+    source = source_of(spark, rows_file, domains, partitions)
+    views = SparkViews(mechanism(), source)
+    assert views.fingerprint == alphabeta.fingerprint(table)
+    views.publish_to(tmp_path / "view1", random_state=SEED,
+                     before_commit=lambda: views.save_state(tmp_path / "state"))
+    assert files_of(tmp_path / "view1") == expected["view1"]
+    # A new sequence resumed from the state written on Spark draws view 2.
+    resumed = SparkViews(mechanism(), source_of(spark, rows_file, domains, partitions))
+    resumed.resume(tmp_path / "state")
+    assert resumed.published == 1
+    resumed.publish_to(tmp_path / "view2", random_state=SEED + 1)
+    assert files_of(tmp_path / "view2") == expected["view2"]
+    # The first view through `ppdp.spark.publish`.
+    publish(mechanism(), source.frame, domains=domains, random_state=SEED).save(
+        tmp_path / "published")
+    assert files_of(tmp_path / "published") == expected["view1"]
+
+
+def test_state_written_on_spark_resumes_in_memory(spark, rows_file, domains, table, in_memory,
+                                                  tmp_path):
+    views = SparkViews(mechanism(), source_of(spark, rows_file, domains, 3))
+    views.publish_to(tmp_path / "view1", random_state=SEED)
+    with pytest.raises(ReleaseError, match="save_state after a view"):
+        views.publish_to(tmp_path / "too-soon", random_state=SEED + 1)
+    state = views.save_state(tmp_path / "state")
+    assert {p.name for p in state.iterdir()} == {"state.json", "earlier.parquet"}
+    memory = ViewSequence(mechanism(), table)
+    memory.publish(random_state=SEED)
+    # V' on Spark: Parquet files whose rows, in name order, are V' sorted.
+    assert np.array_equal(pq.read_table(state / "earlier.parquet").column("key").to_numpy(),
+                          memory.earlier)
+    resumed = ViewSequence.load_state(state, mechanism(), table)
+    assert resumed.published == 1
+    resumed.publish_to(tmp_path / "view2", random_state=SEED + 1,
+                       before_commit=lambda: resumed.save_state(state))
+    assert files_of(tmp_path / "view2") == in_memory["view2"]
+    # Back on Spark from the state the in-memory sequence wrote: the bound v = 2 is reached.
+    last = SparkViews(mechanism(), source_of(spark, rows_file, domains, 3)).resume(state)
+    with pytest.raises(InfeasibleError, match="bound v = 2"):
+        last.publish_to(tmp_path / "view3", random_state=SEED + 2)
+    assert not (tmp_path / "view3").exists()
+    with pytest.raises(ReleaseError, match="later views must use the same parameters"):
+        SparkViews(AlphaBeta(alpha=0.3, beta=0.04, v=2),
+                   source_of(spark, rows_file, domains, 3)).resume(state)
+
+
+def test_marginal_noise_on_spark(spark, rows_file, domains, table, tmp_path):
+    marginal = AlphaBeta(alpha=0.3, beta=0.05, noise="marginal")
+    ViewSequence(marginal, table).publish_to(tmp_path / "memory", random_state=SEED)
+    frame = read_parquet(spark, rows_file).repartition(7)
+    publish(marginal, frame, domains=domains, random_state=SEED).save(tmp_path / "spark")
+    assert files_of(tmp_path / "spark") == files_of(tmp_path / "memory")
+
+
+def test_nothing_secret_is_written(spark, rows_file, domains, tmp_path):
+    views = SparkViews(mechanism(), source_of(spark, rows_file, domains, 2))
+    views.publish_to(tmp_path / "view1", random_state=SEED)
+    views.save_state(tmp_path / "state")
+    views.publish_to(tmp_path / "view2", random_state=SEED)
+    key = make_key(SEED)
+    words = [key >> 64, key & (2**64 - 1)]
+    secrets = [key.to_bytes(16, "big"), key.to_bytes(16, "little"), str(key).encode(),
+               f"{key:x}".encode(), f"{key:032x}".encode()]
+    secrets += [w.to_bytes(8, order) for w in words for order in ("big", "little")]
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert not any(secret in path.read_bytes() for secret in secrets), path
+    # The releases hold the view and V' with public parameters only: no state, no fingerprint.
+    for view in ("view1", "view2"):
+        metadata = json.loads((tmp_path / view / "release.json").read_text())
+        assert set(metadata["parameters"]) == {"alpha", "beta", "k", "gamma", "v", "view"}
+        text = (tmp_path / view / "release.json").read_text()
+        assert views.fingerprint[:16] not in text
