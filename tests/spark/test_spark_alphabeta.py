@@ -5,6 +5,8 @@ state written on Spark resumes in memory and on Spark; no key in any file."""
 from __future__ import annotations
 
 import json
+import shutil
+from functools import partial
 from importlib import resources
 from pathlib import Path
 
@@ -84,37 +86,49 @@ def source_of(spark, rows_file, domains, partitions: int) -> SparkSource:
     return SparkSource(read_parquet(spark, rows_file).repartition(partitions), domains=domains)
 
 
+@pytest.fixture(scope="module")
+def on_spark(spark, rows_file, domains, tmp_path_factory) -> dict[int, dict]:
+    """Views 1 and 2 on Spark over the input in 1 and 7 partitions: view 1 and its state, then
+    view 2 by a new sequence resumed from that state."""
+    runs = {}
+    for partitions in (1, 7):
+        folder = tmp_path_factory.mktemp(f"spark-{partitions}")
+        source = source_of(spark, rows_file, domains, partitions)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ppdp.plans, "ROWS_PER_PART", 700)
+            patch.setattr(alphabeta, "NOISE_CHUNK", 256)
+            views = SparkViews(mechanism(), source)
+            if partitions == 1:
+                views.publish_to(folder / "view1", random_state=SEED)
+                with pytest.raises(ReleaseError, match="save_state after a view"):
+                    views.publish_to(folder / "too-soon", random_state=SEED + 1)
+                views.save_state(folder / "state")
+            else:
+                views.publish_to(folder / "view1", random_state=SEED,
+                                 before_commit=partial(views.save_state, folder / "state"))
+            resumed = SparkViews(mechanism(), source).resume(folder / "state")
+            published = resumed.published
+            resumed.publish_to(folder / "view2", random_state=SEED + 1)
+        runs[partitions] = {"folder": folder, "fingerprint": views.fingerprint,
+                            "resumed": published, "source": source}
+    return runs
+
+
 @pytest.mark.parametrize("partitions", [1, 7])
-def test_views_on_spark_are_the_views_in_memory(spark, rows_file, domains, table, in_memory,
-                                                tmp_path, partitions):
-    expected = in_memory
-    assert sum(name.startswith("view-") for name in expected["view2"]) >= 2
-    assert sum(name.startswith("earlier-") for name in expected["view2"]) >= 2
-    source = source_of(spark, rows_file, domains, partitions)
-    views = SparkViews(mechanism(), source)
-    assert views.fingerprint == alphabeta.fingerprint(table)
-    views.publish_to(tmp_path / "view1", random_state=SEED,
-                     before_commit=lambda: views.save_state(tmp_path / "state"))
-    assert files_of(tmp_path / "view1") == expected["view1"]
-    # A new sequence resumed from the state written on Spark draws view 2.
-    resumed = SparkViews(mechanism(), source_of(spark, rows_file, domains, partitions))
-    resumed.resume(tmp_path / "state")
-    assert resumed.published == 1
-    resumed.publish_to(tmp_path / "view2", random_state=SEED + 1)
-    assert files_of(tmp_path / "view2") == expected["view2"]
-    # The first view through `ppdp.spark.publish`.
-    publish(mechanism(), source.frame, domains=domains, random_state=SEED).save(
-        tmp_path / "published")
-    assert files_of(tmp_path / "published") == expected["view1"]
+def test_views_on_spark_are_the_views_in_memory(on_spark, table, in_memory, partitions):
+    run = on_spark[partitions]
+    assert sum(name.startswith("view-") for name in in_memory["view2"]) >= 2
+    assert sum(name.startswith("earlier-") for name in in_memory["view2"]) >= 2
+    assert run["fingerprint"] == alphabeta.fingerprint(table)
+    assert run["resumed"] == 1
+    for view in ("view1", "view2"):
+        assert files_of(run["folder"] / view) == in_memory[view], view
+    assert not (run["folder"] / "too-soon").exists()
 
 
-def test_state_written_on_spark_resumes_in_memory(spark, rows_file, domains, table, in_memory,
-                                                  tmp_path):
-    views = SparkViews(mechanism(), source_of(spark, rows_file, domains, 3))
-    views.publish_to(tmp_path / "view1", random_state=SEED)
-    with pytest.raises(ReleaseError, match="save_state after a view"):
-        views.publish_to(tmp_path / "too-soon", random_state=SEED + 1)
-    state = views.save_state(tmp_path / "state")
+def test_state_written_on_spark_resumes_in_memory(table, in_memory, on_spark, tmp_path):
+    state = tmp_path / "state"
+    shutil.copytree(on_spark[7]["folder"] / "state", state)
     assert {p.name for p in state.iterdir()} == {"state.json", "earlier.parquet"}
     memory = ViewSequence(mechanism(), table)
     memory.publish(random_state=SEED)
@@ -123,20 +137,25 @@ def test_state_written_on_spark_resumes_in_memory(spark, rows_file, domains, tab
                           memory.earlier)
     resumed = ViewSequence.load_state(state, mechanism(), table)
     assert resumed.published == 1
-    resumed.publish_to(tmp_path / "view2", random_state=SEED + 1,
-                       before_commit=lambda: resumed.save_state(state))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ppdp.plans, "ROWS_PER_PART", 700)
+        patch.setattr(alphabeta, "NOISE_CHUNK", 256)
+        resumed.publish_to(tmp_path / "view2", random_state=SEED + 1,
+                           before_commit=lambda: resumed.save_state(state))
     assert files_of(tmp_path / "view2") == in_memory["view2"]
     # Back on Spark from the state the in-memory sequence wrote: the bound v = 2 is reached.
-    last = SparkViews(mechanism(), source_of(spark, rows_file, domains, 3)).resume(state)
+    source = on_spark[7]["source"]
+    last = SparkViews(mechanism(), source).resume(state)
+    assert last.published == 2
     with pytest.raises(InfeasibleError, match="bound v = 2"):
         last.publish_to(tmp_path / "view3", random_state=SEED + 2)
     assert not (tmp_path / "view3").exists()
     with pytest.raises(ReleaseError, match="later views must use the same parameters"):
-        SparkViews(AlphaBeta(alpha=0.3, beta=0.04, v=2),
-                   source_of(spark, rows_file, domains, 3)).resume(state)
+        SparkViews(AlphaBeta(alpha=0.3, beta=0.04, v=2), source).resume(state)
 
 
 def test_marginal_noise_on_spark(spark, rows_file, domains, table, tmp_path):
+    # The first view through `ppdp.spark.publish`, with Algorithm 5's noise.
     marginal = AlphaBeta(alpha=0.3, beta=0.05, noise="marginal")
     ViewSequence(marginal, table).publish_to(tmp_path / "memory", random_state=SEED)
     frame = read_parquet(spark, rows_file).repartition(7)
@@ -144,22 +163,21 @@ def test_marginal_noise_on_spark(spark, rows_file, domains, table, tmp_path):
     assert files_of(tmp_path / "spark") == files_of(tmp_path / "memory")
 
 
-def test_nothing_secret_is_written(spark, rows_file, domains, tmp_path):
-    views = SparkViews(mechanism(), source_of(spark, rows_file, domains, 2))
-    views.publish_to(tmp_path / "view1", random_state=SEED)
-    views.save_state(tmp_path / "state")
-    views.publish_to(tmp_path / "view2", random_state=SEED)
+@pytest.mark.parametrize("partitions", [1, 7])
+def test_nothing_secret_is_written(on_spark, partitions):
     key = make_key(SEED)
     words = [key >> 64, key & (2**64 - 1)]
     secrets = [key.to_bytes(16, "big"), key.to_bytes(16, "little"), str(key).encode(),
                f"{key:x}".encode(), f"{key:032x}".encode()]
     secrets += [w.to_bytes(8, order) for w in words for order in ("big", "little")]
-    for path in tmp_path.rglob("*"):
-        if path.is_file():
-            assert not any(secret in path.read_bytes() for secret in secrets), path
-    # The releases hold the view and V' with public parameters only: no state, no fingerprint.
+    run = on_spark[partitions]
+    written = [path for path in run["folder"].rglob("*") if path.is_file()]
+    assert len(written) > 10
+    for path in written:
+        assert not any(secret in path.read_bytes() for secret in secrets), path
+    # The releases hold the view, V' and public parameters: no state, no fingerprint.
     for view in ("view1", "view2"):
-        metadata = json.loads((tmp_path / view / "release.json").read_text())
-        assert set(metadata["parameters"]) == {"alpha", "beta", "k", "gamma", "v", "view"}
-        text = (tmp_path / view / "release.json").read_text()
-        assert views.fingerprint[:16] not in text
+        text = (run["folder"] / view / "release.json").read_text()
+        assert set(json.loads(text)["parameters"]) == {"alpha", "beta", "k", "gamma", "v",
+                                                       "view"}
+        assert run["fingerprint"][:16] not in text

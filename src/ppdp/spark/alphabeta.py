@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -82,6 +83,9 @@ _RANK = "__rank"
 _EARLIER = "earlier.parquet"
 _PUBLISHED = f"{_RANK} long, {ROW_ID} long, {_KEY} long"
 
+BLOCK_IDS = 1 << 16
+"""Consecutive row ids (or positions in V') exchanged together for the alpha-step."""
+
 
 class SparkViews:
     """Views of a Spark source: the first by Algorithm 1, the next by Algorithm 4, as
@@ -100,6 +104,7 @@ class SparkViews:
         self.n_earlier = 0
         self._earlier: Path | None = None  # V' as Parquet, None while it is empty
         self._pending: Any = None  # the rows of a view published since V' was written
+        self._n_pending = 0
         self._fingerprint: str | None = None
         self._check_next_view()
 
@@ -165,7 +170,7 @@ class SparkViews:
                     files["earlier"] = names[0] if len(names) == 1 else names
                 write_metadata(staging, AlphaBetaRelease.mechanism, parameters, n_published,
                                schema, files, digests)
-                self._pending = published
+                self._pending, self._n_pending = published, n_published
                 cached.remove(published)
                 self.published = view
                 if before_commit is not None:
@@ -196,14 +201,14 @@ class SparkViews:
             pending = self._pending.select(_KEY)
             keys = pending if keys is None else keys.unionByName(pending)
         with staged_directory(target) as staging:
-            n_earlier = _write_keys(keys, staging / _EARLIER)
+            n_earlier = _write_keys(keys, staging / _EARLIER, self.n_earlier + self._n_pending)
             state = {"format": STATE_FORMAT, "fingerprint": self.fingerprint,
                      "parameters": self.mechanism.parameter_values, "published": self.published}
             (staging / "state.json").write_text(json.dumps(state, indent=2) + "\n")
             commit_directory(staging, target, overwrite=True, replaceable=_require_state)
         if self._pending is not None:
             self._pending.unpersist()
-        self._pending, self.n_earlier = None, n_earlier
+        self._pending, self._n_pending, self.n_earlier = None, 0, n_earlier
         self._earlier = target / _EARLIER if n_earlier else None
         return target
 
@@ -226,7 +231,7 @@ class SparkViews:
                                f"parameters")
         if self._pending is not None:
             self._pending.unpersist()
-        self._pending = None
+        self._pending, self._n_pending = None, 0
         self.published = int(state["published"])
         self.n_earlier = _count_rows(root / _EARLIER)
         self._earlier = root / _EARLIER if self.n_earlier else None
@@ -319,8 +324,7 @@ def _retained(draws: ViewStreams, keyed: Any, distinct: Any, earlier: Any) -> An
             yield _pieces(draws.retained_rows(start, values[_KEY], values[_COUNT],
                                               values[_SEEN].astype(bool)))
 
-    return rows.repartitionByRange(ROW_ID).sortWithinPartitions(ROW_ID) \
-        .mapInArrow(retain, _PUBLISHED)
+    return _in_blocks(rows, ROW_ID, draws.n_rows).mapInArrow(retain, _PUBLISHED)
 
 
 def _repeated_of(draws: ViewStreams, distinct: Any, earlier: Any) -> Any:
@@ -335,8 +339,24 @@ def _repeated_of(draws: ViewStreams, distinct: Any, earlier: Any) -> Any:
         for start, _, values in _runs(batches, [], _POSITION, (_KEY, _SEEN)):
             yield _pieces(draws.repeated_rows(start, values[_KEY], values[_SEEN].astype(bool)))
 
-    return tuples.repartitionByRange(_POSITION).sortWithinPartitions(_POSITION) \
-        .mapInArrow(repeat, _PUBLISHED)
+    return _in_blocks(tuples, _POSITION, draws.n_earlier).mapInArrow(repeat, _PUBLISHED)
+
+
+def _in_blocks(frame: Any, ids: str, rows: int) -> Any:
+    """The ``rows`` rows exchanged by block of ``BLOCK_IDS`` consecutive ids and sorted by id
+    in each task: runs of consecutive ids stay together, a repeated id lands in one task
+    (where `_runs` refuses it), and no sampling job is needed as for a range exchange."""
+    from pyspark.sql import functions as F
+
+    return frame.repartition(_tasks(frame, rows / BLOCK_IDS), F.floor(F.col(ids) / BLOCK_IDS)) \
+        .sortWithinPartitions(ids)
+
+
+def _tasks(frame: Any, wanted: float) -> int:
+    """``wanted`` tasks for an exchange, at least one and at most Spark's number of shuffle
+    partitions (small inputs are not spread over tasks that would be empty)."""
+    most = int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    return max(1, min(math.ceil(wanted), most))
 
 
 def _noise(source: SparkSource, draws: ViewStreams, distinct: Any, earlier: Any) -> Any:
@@ -369,7 +389,8 @@ def _noise(source: SparkSource, draws: ViewStreams, distinct: Any, earlier: Any)
         drawn = drawn.join(earlier.select(_KEY), _KEY, "left_anti")
     # A chunk's candidates are drawn again for Algorithm 5's thinning, whose uniforms follow
     # them in the chunk's generator.
-    return drawn.repartition(_CHUNK).sortWithinPartitions(_CHUNK, _KEY).mapInArrow(
+    return drawn.repartition(_tasks(drawn, draws.chunks), _CHUNK) \
+        .sortWithinPartitions(_CHUNK, _KEY).mapInArrow(
         number, f"{_CHUNK} long, {_KEY} long, {_INDEX} long").persist()
 
 
@@ -487,9 +508,10 @@ def _collect_digests(written: Any, names: list[str], schema: Any, domain: TupleD
         digests[name] = found[index]
 
 
-def _write_keys(keys: Any, folder: Path) -> int:
+def _write_keys(keys: Any, folder: Path, most: int) -> int:
     """Write distinct tuple keys as a Parquet folder whose files, in name order, hold them in
-    key order (so a row's position in them is its position in V'); their number."""
+    key order (so a row's position in them is its position in V'); their number (at most
+    ``most``)."""
     from pyspark.sql import functions as F
 
     folder.mkdir()
@@ -515,7 +537,8 @@ def _write_keys(keys: Any, folder: Path) -> int:
             yield pa.record_batch({"rows": pa.array([rows], pa.int64())})
 
     # Range partitions are numbered in key order: the files' names keep it.
-    written = (keys.select(_KEY).distinct().repartitionByRange(_KEY)
+    written = (keys.select(_KEY).distinct().repartitionByRange(_tasks(keys, most / BLOCK_IDS),
+                                                               _KEY)
                .sortWithinPartitions(_KEY)
                .select(_KEY, F.spark_partition_id().alias(task))
                .mapInArrow(write, "rows long").toArrow())
