@@ -9,6 +9,7 @@ import shutil
 from functools import partial
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -66,16 +67,19 @@ def table(rows_file, domains) -> ppdp.Table:
 
 
 @pytest.fixture(scope="module")
-def in_memory(table, tmp_path_factory) -> dict[str, dict[str, bytes]]:
-    """Views 1 and 2 written by `ViewSequence.publish_to` (keys SEED and SEED + 1)."""
+def in_memory(table, tmp_path_factory) -> dict[str, Any]:
+    """Views 1 and 2 written by `ViewSequence.publish_to` (keys SEED and SEED + 1), and the
+    state after view 1."""
     folder = tmp_path_factory.mktemp("memory")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ppdp.plans, "ROWS_PER_PART", 700)
         patch.setattr(alphabeta, "NOISE_CHUNK", 256)
         views = ViewSequence(mechanism(), table)
-        for view in (1, 2):
-            views.publish_to(folder / f"view{view}", random_state=SEED + view - 1)
-    return {f"view{view}": files_of(folder / f"view{view}") for view in (1, 2)}
+        views.publish_to(folder / "view1", random_state=SEED,
+                         before_commit=partial(views.save_state, folder / "state"))
+        views.publish_to(folder / "view2", random_state=SEED + 1)
+    return {"view1": files_of(folder / "view1"), "view2": files_of(folder / "view2"),
+            "state": folder / "state"}
 
 
 def files_of(directory: Path) -> dict[str, bytes]:
@@ -87,9 +91,10 @@ def source_of(spark, rows_file, domains, partitions: int) -> SparkSource:
 
 
 @pytest.fixture(scope="module")
-def on_spark(spark, rows_file, domains, tmp_path_factory) -> dict[int, dict]:
+def on_spark(spark, rows_file, domains, in_memory, tmp_path_factory) -> dict[int, dict]:
     """Views 1 and 2 on Spark over the input in 1 and 7 partitions: view 1 and its state, then
-    view 2 by a new sequence resumed from that state."""
+    view 2 by a new sequence resumed from the state written on Spark (1 partition) or in
+    memory (7: V' one Parquet file)."""
     runs = {}
     for partitions in (1, 7):
         folder = tmp_path_factory.mktemp(f"spark-{partitions}")
@@ -106,7 +111,8 @@ def on_spark(spark, rows_file, domains, tmp_path_factory) -> dict[int, dict]:
             else:
                 views.publish_to(folder / "view1", random_state=SEED,
                                  before_commit=partial(views.save_state, folder / "state"))
-            resumed = SparkViews(mechanism(), source).resume(folder / "state")
+            resumed = SparkViews(mechanism(), source).resume(
+                folder / "state" if partitions == 1 else in_memory["state"])
             published = resumed.published
             resumed.publish_to(folder / "view2", random_state=SEED + 1)
         runs[partitions] = {"folder": folder, "fingerprint": views.fingerprint,
@@ -123,6 +129,7 @@ def test_views_on_spark_are_the_views_in_memory(on_spark, table, in_memory, part
     assert run["resumed"] == 1
     for view in ("view1", "view2"):
         assert files_of(run["folder"] / view) == in_memory[view], view
+    assert (in_memory["state"] / "earlier.parquet").is_file()
     assert not (run["folder"] / "too-soon").exists()
 
 

@@ -139,7 +139,7 @@ class SparkViews:
                      if self.mechanism.noise == "marginal" else None)
         draws = ViewStreams(key, view, domain,
                             view_rates(self.alpha, self.beta, self.mechanism.v, view),
-                            source.n_rows, self.n_earlier, marginals)
+                            _ids_end(source), self.n_earlier, marginals)
         parameters = view_parameters(self.mechanism, self.alpha, self.beta, view, domain,
                                      marginals)
         schema = source.schema.select(domain.columns)
@@ -266,6 +266,15 @@ def publish_view(mechanism: AlphaBeta, source: SparkSource, key: int) -> SparkVi
 
 
 # -- the steps, as Spark plans ----------------------------------------------------------------
+
+
+def _ids_end(source: SparkSource) -> int:
+    """Where the ids of V''s tuples and the inserted ones start: past the largest row id (n
+    when the ids are the rows' positions, as in memory), so that no draw of a tuple is a
+    row's."""
+    from pyspark.sql import functions as F
+
+    return int(source.frame.agg(F.max(source.row_id)).first()[0]) + 1
 
 
 def _keyed(source: SparkSource, domain: TupleDomain) -> Any:
