@@ -137,17 +137,18 @@ class SparkViews:
         view, source, domain = self.published + 1, self.source, self.domain
         marginals = (source_distribution(source, domain)
                      if self.mechanism.noise == "marginal" else None)
-        draws = ViewStreams(key, view, domain,
-                            view_rates(self.alpha, self.beta, self.mechanism.v, view),
-                            _ids_end(source), self.n_earlier, marginals)
         parameters = view_parameters(self.mechanism, self.alpha, self.beta, view, domain,
                                      marginals)
         schema = source.schema.select(domain.columns)
         keyed = _keyed(source, domain).persist()
-        distinct = keyed.groupBy(_KEY).count().withColumnRenamed("count", _COUNT).persist()
-        earlier = None if self._earlier is None else _earlier_frame(source, self._earlier)
-        cached = [keyed, distinct]
+        cached = [keyed]
         try:
+            draws = ViewStreams(key, view, domain,
+                                view_rates(self.alpha, self.beta, self.mechanism.v, view),
+                                _ids_end(keyed), self.n_earlier, marginals)
+            distinct = keyed.groupBy(_KEY).count().withColumnRenamed("count", _COUNT).persist()
+            cached.append(distinct)
+            earlier = None if self._earlier is None else _earlier_frame(source, self._earlier)
             noise = _noise(source, draws, distinct, earlier)
             cached.append(noise)
             published = _retained(draws, keyed, distinct, earlier)
@@ -268,13 +269,13 @@ def publish_view(mechanism: AlphaBeta, source: SparkSource, key: int) -> SparkVi
 # -- the steps, as Spark plans ----------------------------------------------------------------
 
 
-def _ids_end(source: SparkSource) -> int:
+def _ids_end(keyed: Any) -> int:
     """Where the ids of V''s tuples and the inserted ones start: past the largest row id (n
     when the ids are the rows' positions, as in memory), so that no draw of a tuple is a
     row's."""
     from pyspark.sql import functions as F
 
-    return int(source.frame.agg(F.max(source.row_id)).first()[0]) + 1
+    return int(keyed.agg(F.max(ROW_ID)).first()[0]) + 1
 
 
 def _keyed(source: SparkSource, domain: TupleDomain) -> Any:
