@@ -9,7 +9,8 @@ only keys derived from it through BLAKE2b (`ppdp.keyed.stream_key`).
 
 Modules: `session` (starting Spark, reading Parquet with row ids), `source` (a DataFrame as a
 `ppdp.sources.Source`), `rows` (row-local mechanisms), `mondrian` (Mondrian: top levels as
-aggregations, then in memory), `cube` (counting a saved release).
+aggregations, then in memory), `alphabeta` (alpha-beta views, the earlier views a Spark
+table), `cube` (counting a saved release).
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 and 5), with the earlier views V' held as a Spark table.
 
 The draws are those of `ppdp.mechanisms.alphabeta.ViewStreams`, keyed by row id, position in
-V' and chunk of D, so the release files are byte for byte those `ViewSequence.publish_to`
-writes from the same rows, views and key, whatever the partitioning. The driver holds no row
-and no distinct tuple:
+V' and chunk of D, so when the row ids are the rows' positions the release files are byte for
+byte those `ViewSequence.publish_to` writes from the same rows, views and key, whatever the
+partitioning (V''s tuples and the inserted ones are numbered past the largest row id, so
+other ids share no draw with them). The driver holds no row and no distinct tuple:
 
 1. each row's tuple key is computed in tasks; the distinct tuples and their row counts are a
    Spark ``groupBy``;
@@ -21,7 +22,10 @@ and no distinct tuple:
 
 V' is the Parquet folder ``earlier.parquet`` of the private state directory (`save_state`),
 its files in key order so that `ppdp.spark.read_parquet`'s row id is the position in V'; the
-in-memory `ViewSequence` reads the same state, and this one reads the state it writes.
+in-memory `ViewSequence` reads the same state, and this one reads the state it writes. The
+state's fingerprint of the table (`ppdp.mechanisms.alphabeta.fingerprint`, one SHA-256 over
+the rows' sorted keys) is hashed in a single task streaming the distinct tuples in key order:
+the one step that does not spread over the cluster.
 """
 
 from __future__ import annotations
