@@ -79,7 +79,7 @@ def in_memory(table, tmp_path_factory) -> dict[str, Any]:
                          before_commit=partial(views.save_state, folder / "state"))
         views.publish_to(folder / "view2", random_state=SEED + 1)
     return {"view1": files_of(folder / "view1"), "view2": files_of(folder / "view2"),
-            "state": folder / "state"}
+            "state": folder / "state", "earlier": views.earlier}
 
 
 def files_of(directory: Path) -> dict[str, bytes]:
@@ -115,6 +115,9 @@ def on_spark(spark, rows_file, domains, in_memory, tmp_path_factory) -> dict[int
             views.resume(folder / "state" if partitions == 1 else in_memory["state"])
             published = views.published
             views.publish_to(folder / "view2", random_state=SEED + 1)
+            if partitions == 1:
+                # The state replaced in place, V' read from it while the new one is written.
+                views.save_state(folder / "state")
         runs[partitions] = {"folder": folder, "fingerprint": views.fingerprint,
                             "resumed": published, "source": source}
     return runs
@@ -130,6 +133,11 @@ def test_views_on_spark_are_the_views_in_memory(on_spark, table, in_memory, part
     for view in ("view1", "view2"):
         assert files_of(run["folder"] / view) == in_memory[view], view
     assert (in_memory["state"] / "earlier.parquet").is_file()
+    if partitions == 1:
+        state = run["folder"] / "state"
+        assert json.loads((state / "state.json").read_text())["published"] == 2
+        assert np.array_equal(pq.read_table(state / "earlier.parquet").column("key").to_numpy(),
+                              in_memory["earlier"])
     assert not (run["folder"] / "too-soon").exists()
 
 
