@@ -477,10 +477,13 @@ def _write_view(published: Any, names: list[str], schema: Any, domain: TupleDoma
     _collect_digests(written, names, schema, domain, staging, digests)
 
 
-def _write_earlier(earlier: Any, n_earlier: int, names: list[str], schema: Any,
+def _write_earlier(earlier: Any | None, n_earlier: int, names: list[str], schema: Any,
                    domain: TupleDomain, staging: Path, digests: dict[str, str]) -> None:
     """V' (before the view) in key order, cut into the parts `even_parts` gives, written by
-    tasks."""
+    tasks (one empty part when V' is empty)."""
+    if earlier is None:
+        _collect_digests(None, names, schema, domain, staging, digests)
+        return
     ends = np.cumsum(even_parts(n_earlier))
     where = str(staging)
 
@@ -508,13 +511,15 @@ def _written(index: int, digest: str) -> pa.RecordBatch:
     return pa.record_batch({"part": pa.array([index], pa.int32()), "digest": pa.array([digest])})
 
 
-def _collect_digests(written: Any, names: list[str], schema: Any, domain: TupleDomain,
+def _collect_digests(written: Any | None, names: list[str], schema: Any, domain: TupleDomain,
                      staging: Path, digests: dict[str, str]) -> None:
     """Run the writing tasks and put each part's digest in ``digests``, in name order; a part
     no row fell in is written empty here, as the other executors write it."""
-    found = written.toArrow()
-    found = dict(zip(found.column("part").to_pylist(), found.column("digest").to_pylist(),
-                     strict=True))
+    found: dict[int, str] = {}
+    if written is not None:
+        table = written.toArrow()
+        found = dict(zip(table.column("part").to_pylist(), table.column("digest").to_pylist(),
+                         strict=True))
     for index, name in enumerate(names):
         if index not in found:
             empty = rows_to_arrow(schema, domain.codes(np.zeros(0, np.int64), schema))
