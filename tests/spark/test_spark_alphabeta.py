@@ -173,7 +173,7 @@ def test_marginal_noise_on_spark(spark, rows_file, domains, table, tmp_path):
     # The first view through `ppdp.spark.publish`, with Algorithm 5's noise.
     marginal = AlphaBeta(alpha=0.3, beta=0.05, noise="marginal")
     ViewSequence(marginal, table).publish_to(tmp_path / "memory", random_state=SEED)
-    frame = read_parquet(spark, rows_file).repartition(7)
+    frame = read_parquet(spark, rows_file)
     publish(marginal, frame, domains=domains, random_state=SEED).save(tmp_path / "spark")
     assert files_of(tmp_path / "spark") == files_of(tmp_path / "memory")
 
