@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ppdp.keyed import make_key
 from ppdp.randomness import RandomState
-from ppdp.spark.alphabeta import publish_view
 from ppdp.spark.cube import SparkCube
 from ppdp.spark.mondrian import SparkMondrianRelease, publish_mondrian
 from ppdp.spark.rows import SparkRelease, publish_rows
@@ -81,6 +80,8 @@ def publish(mechanism: Mechanism, frame: Any, *, sensitive: Sequence[str] | str 
         return publish_rows(mechanism, source, key)
     if mechanism.name == "alphabeta":
         # The first view; `ppdp.spark.alphabeta.SparkViews` continues a sequence.
+        from ppdp.spark.alphabeta import publish_view
+
         return publish_view(mechanism, source, key)  # type: ignore[arg-type]
     if mechanism.name == "laplace":
         # A query session: each count a Spark aggregation over the frame, noised on the driver.

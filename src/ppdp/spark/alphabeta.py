@@ -16,8 +16,8 @@ other ids share no draw with them). The driver holds no row and no distinct tupl
 4. the beta-step's chunks of D are drawn in tasks (a range of chunks each), anti-joined with
    the table's tuples and V' by Spark joins, exchanged by chunk and numbered; only the count
    of inserted tuples of each chunk reaches the driver;
-5. the published rows are exchanged by part (``part_of`` their rank), sorted by (rank, id) and
-   written by tasks with `ppdp.release.write_parquet`, V' (after the first view) by position
+5. the published rows are exchanged by part (``part_of`` their rank), put in (rank, id) order
+   and written by tasks with `ppdp.release.write_parquet`, V' (after the first view) by position
    in the parts `even_parts` gives; ``release.json`` last, atomic commit (`ppdp.storage`).
 
 V' is the Parquet folder ``earlier.parquet`` of the private state directory (`save_state`),
@@ -72,7 +72,7 @@ from ppdp.release import (
     write_metadata,
     write_parquet,
 )
-from ppdp.spark.rows import _PART, _TOP_BIT, _by_part
+from ppdp.spark.rows import _PART, _RANK, _TOP_BIT, _by_part
 from ppdp.spark.session import ROW_ID, read_parquet
 from ppdp.spark.source import SparkSource, _codes, _in_domain, _runs
 from ppdp.storage import commit_directory, staged_directory
@@ -83,7 +83,6 @@ _SEEN = "__seen"
 _POSITION = "__position"
 _CHUNK = "__chunk"
 _INDEX = "__index"
-_RANK = "__rank"
 _EARLIER = "earlier.parquet"
 _PUBLISHED = f"{_RANK} long, {ROW_ID} long, {_KEY} long"
 
@@ -389,7 +388,7 @@ def _noise(source: SparkSource, draws: ViewStreams, distinct: Any, earlier: Any)
                                        _KEY: pa.array(keys.astype(np.int64))})
 
     def number(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for chunk, keys in _by_chunk(batches):
+        for chunk, keys in _grouped(batches, _CHUNK):
             rng, _ = draws.candidates(chunk)
             keys = draws.inserted(rng, keys)
             yield pa.record_batch({_CHUNK: pa.array(np.full(len(keys), chunk, np.int64)),
@@ -408,12 +407,13 @@ def _noise(source: SparkSource, draws: ViewStreams, distinct: Any, earlier: Any)
         number, f"{_CHUNK} long, {_KEY} long, {_INDEX} long").persist()
 
 
-def _by_chunk(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, np.ndarray]]:
-    """A task's rows (sorted by chunk, then key) as each chunk's sorted keys."""
+def _grouped(batches: Iterator[pa.RecordBatch], by: str) -> Iterator[tuple[int, np.ndarray]]:
+    """A task's rows, sorted by column ``by`` (a chunk of D, a part), as the keys of each of
+    its values, in the order they come."""
     pending: list[np.ndarray] = []
     current = None
     for batch in batches:
-        chunks = batch.column(_CHUNK).to_numpy()
+        chunks = batch.column(by).to_numpy()
         keys = batch.column(_KEY).to_numpy()
         bounds = np.concatenate([[0], np.flatnonzero(np.diff(chunks)) + 1, [len(chunks)]])
         for first, end in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
@@ -453,8 +453,9 @@ def _numbered(draws: ViewStreams, noise: Any) -> Any:
 
 def _write_view(published: Any, names: list[str], schema: Any, domain: TupleDomain,
                 staging: Path, digests: dict[str, str]) -> None:
-    """The view's parts written by tasks: rows exchanged by part (their rank), sorted by
-    (rank, id); a part no row fell in is written empty here."""
+    """The view's parts written by tasks: rows exchanged by part (their rank), each part put
+    in release order, by (rank, id), in its task (`ppdp.spark.rows._by_part`); a part no row
+    fell in is written empty here."""
     parts, where = len(names), str(staging)
 
     def with_part(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -472,7 +473,7 @@ def _write_view(published: Any, names: list[str], schema: Any, domain: TupleDoma
                 schema, domain.codes(keys, schema))))
 
     written = (published.mapInArrow(with_part, f"{_PUBLISHED}, {_PART} int")
-               .repartition(parts, _PART).sortWithinPartitions(_PART, _RANK, ROW_ID)
+               .repartition(parts, _PART)
                .mapInArrow(write, "part int, digest string"))
     _collect_digests(written, names, schema, domain, staging, digests)
 
@@ -496,8 +497,7 @@ def _write_earlier(earlier: Any | None, n_earlier: int, names: list[str], schema
                                 .astype(np.int32))})
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for index, part in _by_part(batches):
-            keys = part.column(_KEY).to_numpy()
+        for index, keys in _grouped(batches, _PART):
             yield _written(index, write_parquet(Path(where) / names[index], rows_to_arrow(
                 schema, domain.codes(keys, schema))))
 
