@@ -551,10 +551,7 @@ class ViewSequence:
         """The number, keyed draws and public parameters of the next view; raises when the
         bound v on the number of views is reached."""
         v = self.mechanism.v
-        if self.published >= v:
-            raise InfeasibleError(f"{self.published} views of this table were published, the "
-                                  f"bound v = {v} it was set up with; more views would break "
-                                  f"the guarantee (publish with a larger v from the start)")
+        require_another_view(self.published, v)
         if self._checked_view != self.published + 1:
             self._check_next_view()
         view = self.published + 1
@@ -698,6 +695,14 @@ class ViewSequence:
 STATE_FORMAT = "ppdp-alphabeta-views-1"
 
 
+def require_another_view(published: int, v: int) -> None:
+    """Refuse a view beyond the bound v on the number of views (Algorithm 4)."""
+    if published >= v:
+        raise InfeasibleError(f"{published} views of this table were published, the bound "
+                              f"v = {v} it was set up with; more views would break the "
+                              f"guarantee (publish with a larger v from the start)")
+
+
 def _require_state(path: Path) -> None:
     """Raise unless ``path`` holds the state of alpha-beta views (and so may be replaced)."""
     try:
@@ -738,8 +743,7 @@ def fingerprint(table: Table | Source,
     `distinct_tuples`), a source's are hashed by repeating each key, chunk by chunk, so a table
     and a source of the same rows agree."""
     domain = TupleDomain.of(table.schema)
-    columns = [[c, [str(v) for v in table.schema[c].domain]] for c in domain.columns]
-    digest = hashlib.sha256(json.dumps(columns).encode())
+    digest = hashlib.sha256(fingerprint_prefix(table.schema))
     if distinct is None and isinstance(table, Table):
         digest.update(np.sort(domain.keys(table.codes)).astype(np.int64).tobytes())
         return digest.hexdigest()
@@ -748,6 +752,12 @@ def fingerprint(table: Table | Source,
     for keys in _repeated(tuples, counts):
         digest.update(keys.astype(np.int64).tobytes())
     return digest.hexdigest()
+
+
+def fingerprint_prefix(schema: Schema) -> bytes:
+    """What `fingerprint` hashes before the rows: the published columns and their domains."""
+    columns = [[c, [str(v) for v in schema[c].domain]] for c in TupleDomain.of(schema).columns]
+    return json.dumps(columns).encode()
 
 
 def _repeated(keys: np.ndarray, counts: np.ndarray, size: int = 1 << 20) -> Iterator[np.ndarray]:
@@ -887,9 +897,11 @@ def _merge_counts(parts: Sequence[tuple[np.ndarray, np.ndarray]]
     return _counted(np.concatenate([k for k, _ in parts]), np.concatenate([c for _, c in parts]))
 
 
-class ViewDraws:
-    """The keyed draws of one view (Algorithms 1, 2, 4 and 5): each a pure function of the key,
-    the view number v and a row id or a chunk of D, so any batching gives the same view.
+class ViewStreams:
+    """The keyed draws of one view (Algorithms 1, 2, 4 and 5) as functions of the key, the
+    view number v, a row id or a chunk of D, and what is known of each row (the count of its
+    tuple, whether the tuple is in V'), so that any executor that brings those along draws the
+    same view; no per-tuple table is held (`ViewDraws` adds the table's and V''s tuples).
 
     Ids: row r of the table keeps r; the tuple at position i of V' (sorted) gets n + i; the
     inserted tuples get n + |V'| + j, j counting them chunk by chunk. Rows of I and tuples of V'
@@ -899,57 +911,103 @@ class ViewDraws:
     """
 
     def __init__(self, key: int, view: int, domain: TupleDomain, rates: ViewRates,
-                 n_rows: int, tuples: np.ndarray, counts: np.ndarray, earlier: np.ndarray,
+                 n_rows: int, n_earlier: int,
                  marginals: Sequence[np.ndarray] | None = None) -> None:
         self.domain, self.rates, self.n_rows = domain, rates, n_rows
-        self.tuples, self.earlier, self.marginals = tuples, earlier, marginals
+        self.n_earlier, self.marginals = n_earlier, marginals
         self._retain = KeyedStream(key, f"view{view}/retain")
         self._noise = KeyedStream(key, f"view{view}/noise")
         self._rank = KeyedStream(key, f"view{view}/rank")
-        # Per distinct tuple of I, the probability each of its c rows is kept: (A + B/c) for
-        # tuples of V', (A' + C/c) for the others, beta(t)/c in place of C/c for Algorithm 5.
-        in_earlier = _contains(earlier, tuples)
-        base = np.where(in_earlier, rates.seen, rates.unseen)
-        extra = np.where(in_earlier, rates.earlier, rates.other)
         if marginals is not None:
             self.scale = source_scale(rates.other, marginals)
-            extra = self.scale * tuple_probability(tuples, domain, marginals)
-        self.keep = base + extra / counts
         # Chunks of D of NOISE_CHUNK tuples drawn on average (one chunk when C m is smaller).
         m, other = domain.size, rates.other
         self.span = m if other * m <= NOISE_CHUNK else math.ceil(NOISE_CHUNK / other)
         self.chunks = -(-m // self.span) if other > 0 else 0
 
+    def keep(self, keys: np.ndarray, counts: np.ndarray, seen: np.ndarray) -> np.ndarray:
+        """The probability that each row is kept, from its tuple's key, the tuple's row count c
+        and whether the tuple is in V': (A + B/c) for tuples of V', (A' + C/c) for the others,
+        beta(t)/c in place of C/c for Algorithm 5."""
+        rates = self.rates
+        base = np.where(seen, rates.seen, rates.unseen)
+        extra = np.where(seen, rates.earlier, rates.other)
+        if self.marginals is not None:
+            extra = self.scale * tuple_probability(keys, self.domain, self.marginals)
+        return base + extra / counts
+
+    def retained_rows(self, start: int, keys: np.ndarray, counts: np.ndarray,
+                      seen: np.ndarray) -> Piece:
+        """The alpha-step on rows ``start .. start + len(keys) - 1`` of the table, given each
+        row's tuple key, its tuple's row count and whether the tuple is in V' (`keep`)."""
+        kept = np.flatnonzero(self._retain.uniform(start, len(keys))
+                              < self.keep(keys, counts, seen))
+        return self._rank.raw(start, len(keys))[kept], kept + start, keys[kept]
+
+    def repeated_rows(self, position: int, keys: np.ndarray, in_table: np.ndarray) -> Piece:
+        """Algorithm 4 on the tuples at positions ``position ..`` of V' (sorted; ``keys``):
+        each not in I (``in_table``) inserted with probability B."""
+        first = self.n_rows + position
+        chosen = np.flatnonzero((self._retain.uniform(first, len(keys)) < self.rates.earlier)
+                                & ~in_table)
+        return self._rank.raw(first, len(keys))[chosen], chosen + first, keys[chosen]
+
+    def candidates(self, chunk: int) -> tuple[np.random.Generator, np.ndarray]:
+        """Chunk ``chunk`` of D drawn with probability C a tuple (Algorithm 2), before the
+        tuples of I and V' are taken out: its generator (for `inserted`) and sorted keys."""
+        rng = self._noise.generator(chunk)
+        low = chunk * self.span
+        return rng, bernoulli_keys(rng, low, min(low + self.span, self.domain.size),
+                                   self.rates.other)
+
+    def inserted(self, rng: np.random.Generator, keys: np.ndarray) -> np.ndarray:
+        """The candidates of a chunk outside I and V' that are inserted: all for uniform noise;
+        for Algorithm 5, each kept with probability beta(t)/C <= 1 (the most likely tuple gets
+        beta = C), drawn from the chunk's generator after `candidates`."""
+        if self.marginals is None:
+            return keys
+        chance = (self.scale * tuple_probability(keys, self.domain, self.marginals)
+                  / self.rates.other)
+        return keys[rng.random(len(keys)) < chance]
+
+    def numbered(self, first: int, keys: np.ndarray) -> Piece:
+        """Inserted tuples ``first .. first + len(keys) - 1`` (j, counted chunk by chunk) as
+        published rows: ranks and ids n + |V'| + j."""
+        start = self.n_rows + self.n_earlier + first
+        return self._rank.raw(start, len(keys)), np.arange(start, start + len(keys)), keys
+
+
+class ViewDraws(ViewStreams):
+    """The keyed draws of one view of a table whose distinct tuples (sorted keys ``tuples``,
+    row counts ``counts``) and V' (sorted ``earlier``) are arrays in memory."""
+
+    def __init__(self, key: int, view: int, domain: TupleDomain, rates: ViewRates,
+                 n_rows: int, tuples: np.ndarray, counts: np.ndarray, earlier: np.ndarray,
+                 marginals: Sequence[np.ndarray] | None = None) -> None:
+        super().__init__(key, view, domain, rates, n_rows, len(earlier), marginals)
+        self.tuples, self.counts, self.earlier = tuples, counts, earlier
+        self.seen = _contains(earlier, tuples)
+
     def retained(self, start: int, codes: Mapping[str, np.ndarray]) -> Piece:
         """The alpha-step on rows ``start ..`` of the table (one batch of codes)."""
         keys = self.domain.keys(codes)
-        kept = np.flatnonzero(self._retain.uniform(start, len(keys))
-                              < self.keep[np.searchsorted(self.tuples, keys)])
-        return self._rank.raw(start, len(keys))[kept], kept + start, keys[kept]
+        at = np.searchsorted(self.tuples, keys)
+        return self.retained_rows(start, keys, self.counts[at], self.seen[at])
 
     def repeated(self) -> Piece:
         """Algorithm 4: each tuple of V' outside I inserted with probability B."""
-        first, count = self.n_rows, len(self.earlier)
-        chosen = np.flatnonzero((self._retain.uniform(first, count) < self.rates.earlier)
-                                & ~_contains(self.tuples, self.earlier))
-        return self._rank.raw(first, count)[chosen], chosen + first, self.earlier[chosen]
+        return self.repeated_rows(0, self.earlier, _contains(self.tuples, self.earlier))
 
     def noise(self) -> Iterator[Piece]:
         """The beta-step, chunk by chunk: each tuple of D outside I and V' with probability C
-        (Algorithm 2), or beta(t) (Algorithm 5, by keeping a tuple drawn with C with
-        probability beta(t)/C <= 1, as the most likely tuple gets beta = C)."""
-        m, other = self.domain.size, self.rates.other
-        first = self.n_rows + len(self.earlier)
+        (Algorithm 2), or beta(t) (Algorithm 5)."""
+        first = 0
         for chunk in range(self.chunks):
-            rng = self._noise.generator(chunk)
-            low = chunk * self.span
-            keys = bernoulli_keys(rng, low, min(low + self.span, m), other)
+            rng, keys = self.candidates(chunk)
             keys = keys[~_contains(self.tuples, keys) & ~_contains(self.earlier, keys)]
-            if self.marginals is not None:
-                chance = self.scale * tuple_probability(keys, self.domain, self.marginals) / other
-                keys = keys[rng.random(len(keys)) < chance]
-            yield self._rank.raw(first, len(keys)), np.arange(first, first + len(keys)), keys
-            first += len(keys)
+            piece = self.numbered(first, self.inserted(rng, keys))
+            first += len(piece[2])
+            yield piece
 
 
 def release_order(pieces: Iterable[Piece]) -> tuple[np.ndarray, tuple[int, ...]]:

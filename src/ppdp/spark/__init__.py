@@ -9,8 +9,8 @@ only keys derived from it through BLAKE2b (`ppdp.keyed.stream_key`).
 
 Modules: `session` (starting Spark, reading Parquet with row ids), `source` (a DataFrame as a
 `ppdp.sources.Source`), `rows` (row-local mechanisms), `blocks` (group mechanisms, block by
-block), `mondrian` (Mondrian: top levels as aggregations, then in memory), `cube` (counting a
-saved release).
+block), `mondrian` (Mondrian: top levels as aggregations, then in memory), `alphabeta`
+(alpha-beta views, the earlier views a Spark table), `cube` (counting a saved release).
 """
 
 from __future__ import annotations
@@ -84,11 +84,14 @@ def publish(mechanism: Mechanism, frame: Any, *, sensitive: Sequence[str] | str 
         return publish_rows(mechanism, source, key)
     if isinstance(mechanism, GroupMechanism):
         return publish_groups(mechanism, source, key)
+    if mechanism.name == "alphabeta":
+        # The first view; `ppdp.spark.alphabeta.SparkViews` continues a sequence.
+        from ppdp.spark.alphabeta import publish_view
+
+        return publish_view(mechanism, source, key)  # type: ignore[arg-type]
     if mechanism.name == "laplace":
         # A query session: each count a Spark aggregation over the frame, noised on the driver.
         return mechanism.publish(source, random_state=random_state)  # type: ignore[return-value]
     if mechanism.name == "mondrian":
         return publish_mondrian(mechanism, source, key)  # type: ignore[arg-type]
-    raise SparkUnavailableError(f"{mechanism.name} does not run on Spark yet (only uniform, "
-                                f"sdr, dbr, frapp, laplace, mondrian, splu, anatomy and "
-                                f"ambiguity do)")
+    raise SparkUnavailableError(f"{mechanism.name} does not run on Spark")

@@ -218,10 +218,11 @@ def _in_runs(source: SparkSource, columns: Sequence[str]) -> Any:
     return frame.sortWithinPartitions(source.row_id)
 
 
-def _runs(batches: Iterator[pa.RecordBatch], columns: Sequence[Column], row_id: str
-          ) -> Iterator[tuple[int, np.ndarray, dict[str, np.ndarray]]]:
+def _runs(batches: Iterator[pa.RecordBatch], columns: Sequence[Column], row_id: str,
+          passed: Sequence[str] = ()) -> Iterator[tuple[int, np.ndarray, dict[str, np.ndarray]]]:
     """A task's rows as runs of consecutive row ids: the first id, the ids and the codes of
-    the columns (refused when an id repeats)."""
+    the columns, with the integer columns ``passed`` as they are (refused when an id
+    repeats)."""
     # A task's rows come sorted by id: after a range exchange, which puts equal ids in one
     # task, ids strictly increasing through every task are distinct in all (in place, tasks
     # whose ranges do not overlap were found to hold distinct ids).
@@ -235,6 +236,8 @@ def _runs(batches: Iterator[pa.RecordBatch], columns: Sequence[Column], row_id: 
         previous = int(ids[-1]) if ids.size else previous
         codes = {c.name: _in_domain(c, _codes(c, batch.column(c.name).take(pa.array(order))))
                  for c in columns}
+        codes.update({name: batch.column(name).to_numpy().astype(np.int64)[order]
+                      for name in passed})
         bounds = np.concatenate([[0], np.flatnonzero(np.diff(ids) != 1) + 1, [len(ids)]])
         for first, end in itertools.pairwise(bounds.tolist()):
             yield int(ids[first]), ids[first:end], {name: values[first:end]
