@@ -353,7 +353,7 @@ def publish(
                              "fill them in Spark first")
         _publish_spark(instance, source, output, sensitive=sensitive, qi=qi,
                        domains=declared, observed_domains=observed_domains, seed=seed,
-                       overwrite=overwrite)
+                       overwrite=overwrite, state_dir=state_dir)
         return
     if _streaming(engine, source):
         _publish_streaming(instance, source, output, sensitive=sensitive, qi=qi,
@@ -453,19 +453,36 @@ def _publish_streaming(mechanism: Mechanism, source: str, output: Path, *, seed:
 
 def _publish_spark(mechanism: Mechanism, source: str, output: Path, *, seed: int | None,
                    overwrite: bool, sensitive: str | None, qi: str | None,
-                   domains: Mapping[str, Any], observed_domains: bool) -> None:
-    """Publish a Parquet file or folder on Spark, saying on which master, and summarise it."""
-    from ppdp.spark import publish, read_parquet
+                   domains: Mapping[str, Any], observed_domains: bool,
+                   state_dir: Path | None) -> None:
+    """Publish a Parquet file or folder on Spark, saying on which master, and summarise it
+    (alpha-beta: the next view, its state kept as in memory)."""
+    from ppdp.spark import SparkSource, publish, read_parquet
 
+    root = _state_root(state_dir) if mechanism.name == "alphabeta" else None
     with _on_spark(source) as session:
         Console(stderr=True, highlight=False).print(
             f"publishing on Spark, master {session.sparkContext.master}")
-        release = publish(mechanism, read_parquet(session, source),
-                          sensitive=sensitive, quasi_identifiers=qi,
-                          domains=domains, observed_domains=observed_domains,
-                          random_state=seed)
-        target = release.save(output, overwrite=overwrite)
-    _print_saved_summary(mechanism, release.source, target, seeded=seed is not None)
+        frame = read_parquet(session, source)
+        if root is not None:
+            from ppdp.spark.alphabeta import SparkViews
+
+            views = SparkViews(mechanism, SparkSource(  # type: ignore[arg-type]
+                frame, sensitive=sensitive, quasi_identifiers=qi, domains=domains,
+                observed_domains=observed_domains))
+            state, target = _under_view_state(
+                views, root, lambda commit: views.publish_to(
+                    output, random_state=seed, overwrite=overwrite, before_commit=commit))
+            data = views.source
+        else:
+            release = publish(mechanism, frame, sensitive=sensitive, quasi_identifiers=qi,
+                              domains=domains, observed_domains=observed_domains,
+                              random_state=seed)
+            target = release.save(output, overwrite=overwrite)
+            data = release.source
+    _print_saved_summary(mechanism, data, target, seeded=seed is not None)
+    if root is not None:
+        _print_view(views, state)
 
 
 @contextlib.contextmanager
@@ -506,15 +523,31 @@ def _publish_view(mechanism: AlphaBeta, table: Table | Source, output: Path,
                   state_dir: Path | None, *, overwrite: bool, seed: int | None,
                   batch_rows: int | None = None, progress: Progress | None = None
                   ) -> tuple[ViewSequence, Path, Path]:
-    """The next view of this table, saved, with its views' state recorded before it appears.
-
-    The state lives in one place per user (or --state-dir), keyed by the table, whatever the
-    output folder; it is locked for the whole publish so that concurrent views are counted.
-    A table in memory is published whole, a source batch by batch.
-    """
-    from ppdp.mechanisms.alphabeta import ViewSequence, default_state_root, state_directory
-    from ppdp.storage import locked
+    """The next view of this table, saved, with its views' state recorded before it appears
+    (`_under_view_state`). A table in memory is published whole, a source batch by batch."""
+    from ppdp.mechanisms.alphabeta import ViewSequence
     from ppdp.table import Table
+
+    root = _state_root(state_dir)
+    views = ViewSequence(mechanism, table)
+    views.distinct(progress)
+
+    def publish(before_commit: Callable[[], object]) -> Path:
+        if isinstance(table, Table):
+            return views.publish(random_state=seed).save(output, overwrite=overwrite,
+                                                          before_commit=before_commit)
+        return views.publish_to(output, random_state=seed, batch_rows=batch_rows,
+                                overwrite=overwrite, progress=progress,
+                                before_commit=before_commit)
+
+    state, target = _under_view_state(views, root, publish)
+    return views, state, target
+
+
+def _state_root(state_dir: Path | None) -> Path:
+    """The folder of the private state of alpha-beta views (--state-dir, else one place per
+    user), made and checked writable before any work."""
+    from ppdp.mechanisms.alphabeta import default_state_root
 
     root = state_dir if state_dir is not None else default_state_root()
     try:
@@ -526,8 +559,18 @@ def _publish_view(mechanism: AlphaBeta, table: Table | Source, output: Path,
     if not writable:
         raise ValueError(f"cannot write the private state of alpha-beta views to {root}; pass "
                          f"--state-dir DIR (a folder you can write and keep private)")
-    views = ViewSequence(mechanism, table)
-    views.distinct(progress)
+    return root
+
+
+def _under_view_state(views: Any, root: Path,
+                      publish: Callable[[Callable[[], object]], Path]) -> tuple[Path, Path]:
+    """Publish the next view of ``views`` (in memory or on Spark) under its table's state:
+    the state folder, keyed by the table's fingerprint, is locked for the whole publish so
+    that concurrent views are counted, resumed when it exists, and written before the
+    release appears (``publish(before_commit)``). The state folder and the release."""
+    from ppdp.mechanisms.alphabeta import state_directory
+    from ppdp.storage import locked
+
     state = state_directory(root, views.fingerprint)
     # A lock file of its own: the state's commit locks the root directory itself.
     lock = root / "alphabeta.lock"
@@ -535,14 +578,8 @@ def _publish_view(mechanism: AlphaBeta, table: Table | Source, output: Path,
     with locked(lock):
         if (state / "state.json").is_file():
             views.resume(state)
-        if isinstance(table, Table):
-            target = views.publish(random_state=seed).save(
-                output, overwrite=overwrite, before_commit=lambda: views.save_state(state))
-        else:
-            target = views.publish_to(output, random_state=seed, batch_rows=batch_rows,
-                                      overwrite=overwrite, progress=progress,
-                                      before_commit=lambda: views.save_state(state))
-    return views, state, target
+        target = publish(lambda: views.save_state(state))
+    return state, target
 
 
 def _print_saved_summary(mechanism: Mechanism, table: Table | Source, target: Path, *,

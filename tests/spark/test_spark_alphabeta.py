@@ -44,12 +44,8 @@ def small_parts_and_chunks(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def domains() -> dict:
-    from ppdp.datasets import read_domains_file
-
-    with resources.as_file(resources.files(ppdp.datasets) / "adult.domains.json") as path:
-        return {name: domain for name, domain in read_domains_file(path).items()
-                if name in COLUMNS}
+def domains(adult_domains) -> dict:
+    return {name: domain for name, domain in adult_domains.items() if name in COLUMNS}
 
 
 @pytest.fixture(scope="module")
@@ -196,3 +192,32 @@ def test_nothing_secret_is_written(on_spark, partitions):
         assert set(json.loads(text)["parameters"]) == {"alpha", "beta", "k", "gamma", "v",
                                                        "view"}
         assert run["fingerprint"][:16] not in text
+
+
+def test_cli_publishes_views_on_spark_under_their_state(spark, rows_file, domains, tmp_path):
+    """``ppdp publish -m alphabeta --engine spark``: the in-memory command's files, the view
+    counted in the state, and the bound v enforced."""
+    from typer.testing import CliRunner
+
+    from ppdp.cli import app
+
+    domains_file = tmp_path / "domains.json"
+    domains_file.write_text(json.dumps({"domains": {name: list(values)
+                                                    for name, values in domains.items()}}))
+
+    def publish(engine: str, output: str, state: str):
+        return CliRunner().invoke(app, [
+            "publish", str(rows_file), "-m", "alphabeta", "-p", "alpha=0.3", "-p", "beta=0.05",
+            "-p", "v=2", "--domains", str(domains_file), "--seed", "5", "--engine", engine,
+            "--state-dir", str(tmp_path / state), "-o", str(tmp_path / output)])
+
+    for engine in ("memory", "spark"):
+        result = publish(engine, f"{engine}-1", f"{engine}-state")
+        assert result.exit_code == 0, result.output
+        assert "view 1 of at most v = 2" in result.output
+    assert files_of(tmp_path / "spark-1") == files_of(tmp_path / "memory-1")
+    result = publish("spark", "spark-2", "spark-state")
+    assert result.exit_code == 0 and "view 2 of at most v = 2" in result.output, result.output
+    result = publish("spark", "spark-3", "spark-state")
+    assert result.exit_code == 2 and "bound v = 2" in result.output
+    assert not (tmp_path / "spark-3").exists()
