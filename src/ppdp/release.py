@@ -256,6 +256,10 @@ class Release(ABC):
     """Stems whose files `_from_files` takes as paths, to count from without reading them whole
     (none by default: every table is read into memory)."""
 
+    scanned_on_spark: ClassVar[frozenset[str]] = frozenset()
+    """Further stems taken as paths by `_from_files` when the release is loaded with
+    ``engine="spark"`` (counted on Spark, too large to read on the driver)."""
+
     @classmethod
     def _from_files(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
                     tables: Mapping[str, pa.Table], scans: Mapping[str, Sequence[Path]]
@@ -506,8 +510,10 @@ def load_release(directory: str | os.PathLike[str], engine: str = "auto") -> Rel
 
         spark_session()  # refuses, in one line, without pyspark or Java
     # Without Polars (or Spark) there is no engine to count from the files: every table is read.
-    scanned = release_class.scanned if engine == "spark" or scan_engine_available() \
-        else frozenset()
+    if engine == "spark":
+        scanned = release_class.scanned | release_class.scanned_on_spark
+    else:
+        scanned = release_class.scanned if scan_engine_available() else frozenset()
     tables: dict[str, pa.Table] = {}
     scans: dict[str, list[Path]] = {}
     part_rows: dict[str, tuple[int, ...]] = {}
