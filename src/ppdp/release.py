@@ -19,7 +19,9 @@ pass that counts its distinct rows (or, when there are too many, counts come fro
 aggregations over the files): see `ppdp.query.ScanCube`. What that pass finds is kept in the
 user's cache directory by the files' digests, so that loading the release again reads no row.
 Its directory must stay in place while it is used (files replaced or removed since loading are
-refused). Other releases are read into memory, their parts concatenated.
+refused). Other releases are read into memory, their parts concatenated, except those loaded with
+``engine="spark"`` that name further stems in ``scanned_on_spark`` (Anatomy's QIT and ST, counted
+on Spark by `ppdp.spark.anatomy`).
 """
 
 from __future__ import annotations

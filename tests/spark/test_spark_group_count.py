@@ -21,8 +21,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from typer.testing import CliRunner
 
 import ppdp
+from ppdp.cli import app
 from ppdp.errors import ReleaseError
 from ppdp.io import read_table
 from ppdp.mechanisms import Anatomy
@@ -120,3 +122,25 @@ def test_inconsistent_st_is_refused(saved, spark, tmp_path):
         load_release(copy, engine="spark")
     with pytest.raises(ReleaseError, match="do not add up"):
         load_release(copy)
+
+
+def test_count_command_on_spark(saved, loaded):
+    memory, _ = loaded
+    query = QUERIES[3]
+    result = CliRunner().invoke(app, ["count", str(saved), query, "--engine", "spark",
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.output)["groups"]
+    expected = memory.count(query).to_dict()["groups"]
+    assert [g["key"] for g in found] == [g["key"] for g in expected]
+    for f, e in zip(found, expected, strict=True):
+        assert f["estimate"] == pytest.approx(e["estimate"], rel=TOLERANCE, abs=0)
+
+
+def test_files_replaced_since_loading_are_refused(saved, spark, tmp_path):
+    copy = shutil.copytree(saved, tmp_path / "release")
+    counted = load_release(copy, engine="spark")
+    st = copy / "st.parquet"
+    st.write_bytes(st.read_bytes())
+    with pytest.raises(ReleaseError, match="replaced or removed since"):
+        counted.count(QUERIES[0])
