@@ -87,6 +87,7 @@ class SparkAnatomyCube(SparkCube):
         """Refuse group ids outside ``0 .. n_groups - 1``, missing counts, and ST counts that
         do not add up to the QIT's group sizes: one join of per-group sums, one number to the
         driver."""
+        from py4j.protocol import Py4JJavaError
         from pyspark.errors import PySparkException
         from pyspark.sql import functions as F
 
@@ -96,12 +97,13 @@ class SparkAnatomyCube(SparkCube):
             F.sum(COUNT_COLUMN).alias(_EXPECTED),
             F.max(F.col(COUNT_COLUMN).isNull().cast("int")).alias(_MISSING))
         group = F.col(GROUP_COLUMN)
-        wrong = sizes.join(counted, GROUP_COLUMN, "full_outer").where(
+        wrong = sizes.join(counted.hint("merge"), GROUP_COLUMN, "full_outer").where(
             group.isNull() | (group < 0) | (group >= n_groups) | (F.col(_MISSING) == 1)
             | (F.coalesce(F.col(_ROWS), F.lit(0)) != F.coalesce(F.col(_EXPECTED), F.lit(0))))
         try:
             found = wrong.limit(1).count()
-        except PySparkException as exc:
+        # Some failures (a result over spark.driver.maxResultSize) come as Java exceptions.
+        except (PySparkException, Py4JJavaError) as exc:
             raise SparkFailedError(f"Spark failed: {failure_message(exc)}") from None
         if found:
             raise ValueError("the ST's counts do not add up to the QIT's group sizes, or a "
@@ -136,6 +138,7 @@ class SparkAnatomyCube(SparkCube):
         read = sorted(set(plain) | set(predicate.columns))
         domains = {c: self.domains[c] for c in read}
         sizes = {c: self.sizes[c] for c in plain}
+        n_cells = int(np.prod([sizes[c] for c in plain], dtype=np.int64))
 
         def count_cells(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             for batch in batches:
@@ -144,11 +147,12 @@ class SparkAnatomyCube(SparkCube):
                 groups = batch.column(GROUP_COLUMN).to_numpy(zero_copy_only=False)[kept]
                 cells = flat_key(codes, plain, sizes, kept) if plain \
                     else np.zeros(len(groups), dtype=np.int64)
-                # Rows of one group and cell counted once per batch.
-                pairs, counts = np.unique(np.stack([groups.astype(np.int64), cells]), axis=1,
+                # Rows of one group and cell counted once per batch (one int64 key: below
+                # 2^31 groups times at most MAX_CUBE_CELLS = 2^24 cells).
+                pairs, counts = np.unique(groups.astype(np.int64) * n_cells + cells,
                                           return_counts=True)
-                yield pa.record_batch([pa.array(pairs[0], pa.int64()),
-                                       pa.array(pairs[1], pa.int64()),
+                group, cell = np.divmod(pairs, n_cells)
+                yield pa.record_batch([pa.array(group, pa.int64()), pa.array(cell, pa.int64()),
                                        pa.array(counts.astype(np.int64), pa.int64())],
                                       names=[GROUP_COLUMN, _CELL, _ROWS])
 
@@ -172,6 +176,7 @@ class SparkAnatomyCube(SparkCube):
         """The sums ``sum_g n(k, g) * c(g, x) / |g|`` by ``keys`` (the cell k) and sensitive
         value x, from ``cells`` (group, keys, rows ``n(k, g)``): joined with the ST's shares
         and summed in Spark; at most one line per cell and value reaches the driver."""
+        from py4j.protocol import Py4JJavaError
         from pyspark.errors import PySparkException
         from pyspark.sql import Window
         from pyspark.sql import functions as F
@@ -181,11 +186,15 @@ class SparkAnatomyCube(SparkCube):
         shares = st.select(GROUP_COLUMN, self.sensitive, (
             F.col(COUNT_COLUMN) / F.sum(COUNT_COLUMN).over(Window.partitionBy(GROUP_COLUMN))
         ).alias(_SHARE))
-        summed = cells.join(shares, GROUP_COLUMN).groupBy(*keys, self.sensitive).agg(
+        # A shuffle join, never a broadcast one: broadcasting collects a side, about one line
+        # per group, to the driver.
+        summed = cells.join(shares.hint("merge"), GROUP_COLUMN).groupBy(
+            *keys, self.sensitive).agg(
             F.sum(F.col(_ROWS).cast("double") * F.col(_SHARE)).alias(_EXPECTED))
         try:
             return summed.toArrow()
-        except PySparkException as exc:
+        # Some failures (a result over spark.driver.maxResultSize) come as Java exceptions.
+        except (PySparkException, Py4JJavaError) as exc:
             raise SparkFailedError(f"Spark failed: {failure_message(exc)}") from None
 
     def _dense(self, columns: Sequence[str], plain: Sequence[str], keys: np.ndarray,
