@@ -19,7 +19,9 @@ pass that counts its distinct rows (or, when there are too many, counts come fro
 aggregations over the files): see `ppdp.query.ScanCube`. What that pass finds is kept in the
 user's cache directory by the files' digests, so that loading the release again reads no row.
 Its directory must stay in place while it is used (files replaced or removed since loading are
-refused). Other releases are read into memory, their parts concatenated.
+refused). Other releases are read into memory, their parts concatenated, except those loaded with
+``engine="spark"`` that name further stems in ``scanned_on_spark`` (Anatomy's QIT and ST, counted
+on Spark by `ppdp.spark.anatomy`).
 """
 
 from __future__ import annotations
@@ -255,6 +257,10 @@ class Release(ABC):
     scanned: ClassVar[frozenset[str]] = frozenset()
     """Stems whose files `_from_files` takes as paths, to count from without reading them whole
     (none by default: every table is read into memory)."""
+
+    scanned_on_spark: ClassVar[frozenset[str]] = frozenset()
+    """Further stems taken as paths by `_from_files` when the release is loaded with
+    ``engine="spark"`` (counted on Spark, too large to read on the driver)."""
 
     @classmethod
     def _from_files(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
@@ -506,8 +512,10 @@ def load_release(directory: str | os.PathLike[str], engine: str = "auto") -> Rel
 
         spark_session()  # refuses, in one line, without pyspark or Java
     # Without Polars (or Spark) there is no engine to count from the files: every table is read.
-    scanned = release_class.scanned if engine == "spark" or scan_engine_available() \
-        else frozenset()
+    if engine == "spark":
+        scanned = release_class.scanned | release_class.scanned_on_spark
+    else:
+        scanned = release_class.scanned if scan_engine_available() else frozenset()
     tables: dict[str, pa.Table] = {}
     scans: dict[str, list[Path]] = {}
     part_rows: dict[str, tuple[int, ...]] = {}

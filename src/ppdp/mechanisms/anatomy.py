@@ -36,6 +36,8 @@ from ppdp.sources import Source
 from ppdp.table import Schema, Table
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import scipy.sparse as sp
 
 _SHUFFLE_CHUNK = 1 << 16
@@ -170,6 +172,18 @@ class AnatomyRelease(Release):
             "count": counts,
         })
         return {"qit": qit, "st": st}
+
+    scanned_on_spark = frozenset({"qit", "st"})
+
+    @classmethod
+    def _from_files(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
+                    tables: Mapping[str, pa.Table], scans: Mapping[str, Sequence[Path]]
+                    ) -> AnatomyRelease:
+        """Loaded with ``engine="spark"``: the QIT and ST stay in their files, every count a
+        Spark job (`ppdp.spark.anatomy`)."""
+        from ppdp.spark.anatomy import load_anatomy
+
+        return load_anatomy(schema, parameters, n_rows, scans["qit"], scans["st"])
 
     @classmethod
     def _from_tables(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,

@@ -10,7 +10,8 @@ only keys derived from it through BLAKE2b (`ppdp.keyed.stream_key`).
 Modules: `session` (starting Spark, reading Parquet with row ids), `source` (a DataFrame as a
 `ppdp.sources.Source`), `rows` (row-local mechanisms), `blocks` (group mechanisms, block by
 block), `mondrian` (Mondrian: top levels as aggregations, then in memory), `alphabeta`
-(alpha-beta views, the earlier views a Spark table), `cube` (counting a saved release).
+(alpha-beta views, the earlier views a Spark table), `cube` (counting a saved release),
+`anatomy` (counting a saved Anatomy release, its QIT and ST left in their files).
 """
 
 from __future__ import annotations
