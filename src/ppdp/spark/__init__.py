@@ -32,6 +32,7 @@ from ppdp.spark.session import (
     SparkFailedError,
     SparkUnavailableError,
     failure_message,
+    in_arrow_batches,
     java_version,
     read_parquet,
     require_java,
@@ -64,6 +65,7 @@ __all__ = ["ROW_ID", "SparkCube", "SparkFailedError", "SparkGroupRelease",
            "read_parquet", "require_java", "require_pyspark", "spark_session"]
 
 
+@in_arrow_batches
 def publish(mechanism: Mechanism, frame: Any, *, sensitive: Sequence[str] | str | None = None,
             quasi_identifiers: Sequence[str] | str | None = None,
             domains: Mapping[str, Sequence[Any]] | None = None, row_id: str = ROW_ID,

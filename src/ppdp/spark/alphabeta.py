@@ -73,7 +73,7 @@ from ppdp.release import (
     write_parquet,
 )
 from ppdp.spark.rows import _PART, _RANK, _TOP_BIT, _by_part
-from ppdp.spark.session import ROW_ID, read_parquet
+from ppdp.spark.session import ROW_ID, in_arrow_batches, read_parquet
 from ppdp.spark.source import SparkSource, _codes, _in_domain, _runs
 from ppdp.storage import commit_directory, staged_directory
 
@@ -117,6 +117,7 @@ class SparkViews:
             self.mechanism.check_view_size(self.source, earlier=self.n_earlier,
                                            view=self.published + 1)
 
+    @in_arrow_batches
     def publish_to(self, directory: str | os.PathLike[str], *,
                    random_state: RandomState = None, overwrite: bool = False,
                    before_commit: Callable[[], object] | None = None) -> Path:
@@ -126,6 +127,7 @@ class SparkViews:
         return self.publish_keyed(directory, make_key(random_state), overwrite=overwrite,
                                   before_commit=before_commit)
 
+    @in_arrow_batches
     def publish_keyed(self, directory: str | os.PathLike[str], key: int, *,
                       overwrite: bool = False,
                       before_commit: Callable[[], object] | None = None) -> Path:

@@ -65,7 +65,7 @@ from ppdp.release import (
 )
 from ppdp.row_counts import RowCounter
 from ppdp.spark.rows import _PART, _grouped
-from ppdp.spark.session import ROW_ID
+from ppdp.spark.session import ROW_ID, in_arrow_batches
 from ppdp.spark.source import SparkSource, _in_runs, _run_passes, _runs, _signed
 from ppdp.storage import commit_directory, staged_directory
 from ppdp.table import Role, Schema, Table
@@ -95,6 +95,7 @@ class SparkGroupRelease:
         return (f"SparkGroupRelease({self.mechanism!r}, n_rows={self.n_rows}, "
                 f"n_blocks={self.n_blocks})")
 
+    @in_arrow_batches
     def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Publish the blocks in Spark tasks and write the release (the files
         `ppdp.blocks.publish_blocks` writes from the same key), ``release.json`` last,

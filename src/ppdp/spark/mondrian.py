@@ -64,7 +64,7 @@ from ppdp.mechanisms.mondrian import (
 from ppdp.plans import part_count, part_of
 from ppdp.release import check_target, part_names, require_replaceable_release, write_parquet
 from ppdp.spark.rows import _PART, _RANK, _TOP_BIT, _by_part
-from ppdp.spark.session import ROW_ID
+from ppdp.spark.session import ROW_ID, in_arrow_batches
 from ppdp.spark.source import SparkSource, _codes, _in_domain, _in_runs, _runs, _signed
 from ppdp.storage import commit_directory, staged_directory
 
@@ -95,6 +95,7 @@ class SparkMondrianRelease:
     def __repr__(self) -> str:
         return f"SparkMondrianRelease(n_rows={self.n_rows})"
 
+    @in_arrow_batches
     def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the release as Parquet parts, the generalized values' tables and
         ``release.json`` (last), atomically.

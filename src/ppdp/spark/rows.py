@@ -46,7 +46,7 @@ from ppdp.release import (
     write_row_counts,
 )
 from ppdp.row_counts import RowCounter
-from ppdp.spark.session import ROW_ID
+from ppdp.spark.session import ROW_ID, in_arrow_batches
 from ppdp.spark.source import (
     SparkSource,
     _in_runs,
@@ -106,6 +106,7 @@ class SparkRelease:
                                                                      strict=True)]))
         return self._published.select(*schema.names, *extra).mapInArrow(values, spark_schema)
 
+    @in_arrow_batches
     def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the release as Parquet parts and ``release.json`` (last), atomically.
 
