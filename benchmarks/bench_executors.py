@@ -2,6 +2,7 @@
 
     python benchmarks/bench_executors.py adult-1e7.parquet [--mechanism dbr] [--runs 3]
         [--executors memory,streaming,spark] [--master local[2]] [--workdir DIR]
+        [--block-rows 5e6]
 
 Each run publishes the input with the mechanism (Adult's columns, ``occupation`` sensitive,
 the bundled codebook domains, seed 1, the parameters of ``MECHANISMS``) and writes the release
@@ -35,6 +36,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+import ppdp.blocks
 import ppdp.datasets
 
 MECHANISMS = {
@@ -125,7 +127,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--cluster-cores", type=int, default=100)
     parser.add_argument("--workdir", default="bench-executors")
+    parser.add_argument("--block-rows", type=float, default=None,
+                        help="on Spark: rows per block of splu, anatomy and ambiguity "
+                             "(default ppdp.blocks.BLOCK_ROWS, 10^7)")
     args = parser.parse_args(argv)
+    if args.block_rows is not None:
+        # Read when each publish starts (ppdp.spark.blocks): a task a block.
+        ppdp.blocks.BLOCK_ROWS = int(args.block_rows)
     executors = args.executors.split(",")
     rows = sum(pq.ParquetFile(path).metadata.num_rows for path in
                ([args.input] if Path(args.input).is_file()

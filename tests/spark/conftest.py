@@ -43,3 +43,21 @@ def adult_domains() -> dict[str, Any]:
 
     with resources.as_file(resources.files(ppdp.datasets) / "adult.domains.json") as path:
         return read_domains_file(path)
+
+
+@pytest.fixture(scope="session")
+def adult_values() -> Any:
+    """Adult's bundled rows over the named columns, as values (an Arrow table), the first
+    ``rows`` of them when given."""
+    from importlib import resources
+
+    import pyarrow.parquet as pq
+
+    import ppdp.datasets
+
+    def read(columns: list[str], rows: int | None = None) -> Any:
+        with resources.as_file(resources.files(ppdp.datasets) / "adult.parquet") as path:
+            table = pq.read_table(path, columns=columns)
+        return table if rows is None else table.slice(0, rows)
+
+    return read

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 from functools import partial
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +48,8 @@ def domains(adult_domains) -> dict:
 
 
 @pytest.fixture(scope="module")
-def rows_file(tmp_path_factory) -> Path:
-    with resources.as_file(resources.files(ppdp.datasets) / "adult.parquet") as path:
-        rows = pq.read_table(path, columns=COLUMNS).slice(0, ROWS)
+def rows_file(adult_values, tmp_path_factory) -> Path:
+    rows = adult_values(COLUMNS, ROWS)
     target = tmp_path_factory.mktemp("adult") / "rows.parquet"
     pq.write_table(rows, target, row_group_size=1_500)
     return target

@@ -8,7 +8,6 @@ guarantees and every row.
 from __future__ import annotations
 
 import re
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +15,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import ppdp
 from ppdp import blocks
 from ppdp.blocks import block_quotas
 from ppdp.io import read_table
@@ -45,9 +43,8 @@ SEED = 5
 
 
 @pytest.fixture(scope="module")
-def adult_rows() -> pa.Table:
-    with resources.as_file(resources.files(ppdp.datasets) / "adult.parquet") as path:
-        return pq.read_table(path, columns=COLUMNS).slice(0, N_ROWS)
+def adult_rows(adult_values) -> pa.Table:
+    return adult_values(COLUMNS, N_ROWS)
 
 
 @pytest.fixture(scope="module")

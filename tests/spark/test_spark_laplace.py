@@ -3,7 +3,6 @@ key gives the same answers and files as in memory."""
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -32,10 +31,9 @@ def domains(adult_domains) -> dict:
 
 
 @pytest.fixture(scope="module")
-def adult_file(tmp_path_factory) -> Path:
+def adult_file(adult_values, tmp_path_factory) -> Path:
     """5,000 of Adult's rows in one Parquet file."""
-    with resources.as_file(resources.files(ppdp.datasets) / "adult.parquet") as path:
-        rows = pq.read_table(path, columns=COLUMNS).slice(0, 5_000)
+    rows = adult_values(COLUMNS, 5_000)
     target = tmp_path_factory.mktemp("adult") / "adult.parquet"
     pq.write_table(rows, target)
     return target

@@ -32,10 +32,9 @@ SEED = 13
 
 
 @pytest.fixture(scope="module")
-def adult_rows() -> pa.Table:
+def adult_rows(adult_values) -> pa.Table:
     """Adult's first 4,000 rows (six columns), as values."""
-    with resources.as_file(resources.files(ppdp.datasets) / "adult.parquet") as path:
-        return pq.read_table(path, columns=COLUMNS).slice(0, N_ROWS)
+    return adult_values(COLUMNS, N_ROWS)
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ release files whatever the input's partitioning."""
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -43,10 +42,9 @@ SEED = 11
 
 
 @pytest.fixture(scope="module")
-def adult_rows() -> pa.Table:
+def adult_rows(adult_values) -> pa.Table:
     """Adult's 30,162 rows (six columns), as values."""
-    with resources.as_file(resources.files(ppdp.datasets) / "adult.parquet") as path:
-        return pq.read_table(path, columns=COLUMNS)
+    return adult_values(COLUMNS)
 
 
 @pytest.fixture(scope="module")
