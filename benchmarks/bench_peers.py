@@ -269,6 +269,10 @@ def main() -> None:
                         default=Path(__file__).parent / "results" / "peers.json")
     parser.add_argument("--in-process", choices=JOBS[1:], help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        print("note: PYTHONDONTWRITEBYTECODE is set, so every ppdp module is compiled at each "
+              "start (an installed ppdp has its bytecode); unset it to time what users run",
+              flush=True)
     for option, needed, what in SOURCES.values():
         source = getattr(args, option)
         missing = [name for name in needed if source and not (source / name).is_file()]
