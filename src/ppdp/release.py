@@ -20,8 +20,8 @@ aggregations over the files): see `ppdp.query.ScanCube`. What that pass finds is
 user's cache directory by the files' digests, so that loading the release again reads no row.
 Its directory must stay in place while it is used (files replaced or removed since loading are
 refused). Other releases are read into memory, their parts concatenated, except those loaded with
-``engine="spark"`` that name further stems in ``scanned_on_spark`` (Anatomy's QIT and ST, counted
-on Spark by `ppdp.spark.anatomy`).
+``engine="spark"`` whose ``scanned_on_spark`` names further stems (Anatomy's, Mondrian's,
+ambiguity's and alpha-beta's tables of rows and groups, counted on Spark by `ppdp.spark`).
 """
 
 from __future__ import annotations
@@ -258,9 +258,12 @@ class Release(ABC):
     """Stems whose files `_from_files` takes as paths, to count from without reading them whole
     (none by default: every table is read into memory)."""
 
-    scanned_on_spark: ClassVar[frozenset[str]] = frozenset()
-    """Further stems taken as paths by `_from_files` when the release is loaded with
-    ``engine="spark"`` (counted on Spark, too large to read on the driver)."""
+    @classmethod
+    def scanned_on_spark(cls, stems: Iterable[str]) -> frozenset[str]:
+        """Of a release's file stems, those further taken as paths by `_from_files` when it
+        is loaded with ``engine="spark"`` (counted on Spark, too large to read on the driver):
+        none by default."""
+        return frozenset()
 
     @classmethod
     def _from_files(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
@@ -513,7 +516,7 @@ def load_release(directory: str | os.PathLike[str], engine: str = "auto") -> Rel
         spark_session()  # refuses, in one line, without pyspark or Java
     # Without Polars (or Spark) there is no engine to count from the files: every table is read.
     if engine == "spark":
-        scanned = release_class.scanned | release_class.scanned_on_spark
+        scanned = release_class.scanned | release_class.scanned_on_spark(files)
     else:
         scanned = release_class.scanned if scan_engine_available() else frozenset()
     tables: dict[str, pa.Table] = {}

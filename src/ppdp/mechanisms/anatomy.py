@@ -12,7 +12,7 @@ towards each sensitive value of its group in proportion to that value's share of
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -173,7 +173,9 @@ class AnatomyRelease(Release):
         })
         return {"qit": qit, "st": st}
 
-    scanned_on_spark = frozenset({"qit", "st"})
+    @classmethod
+    def scanned_on_spark(cls, stems: Iterable[str]) -> frozenset[str]:
+        return frozenset({"qit", "st"})
 
     @classmethod
     def _from_files(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
