@@ -25,10 +25,12 @@ from ppdp.mechanisms import (
 from ppdp.plans import QuotaAssignment
 from ppdp.spark import (
     ROW_ID,
+    SparkSource,
     failure_message,
     publish,
     read_parquet,
 )
+from ppdp.spark.session import parquet_files
 
 MECHANISMS = {
     "uniform": lambda: UniformPerturbation(rho1=0.1, rho2=0.5),
@@ -85,11 +87,15 @@ def test_spark_release_equals_in_memory_release(name, spark, input_folder, adult
     MECHANISMS[name]().publish(table, random_state=SEED).save(tmp_path / "memory")
     expected = release_files(tmp_path / "memory")
     assert len([n for n in expected if n.startswith("rows-")]) == 5
-    for partitions in (1, 7, 12):
-        frame = read_parquet(spark, input_folder).repartition(partitions)
+    # None: the files as read_parquet read them, their row groups read by the tasks.
+    for partitions in (None, 1, 7, 12):
+        frame = read_parquet(spark, input_folder)
+        if partitions is not None:
+            frame = frame.repartition(partitions)
         release = publish(MECHANISMS[name](), frame, sensitive="occupation", domains=domains,
                           random_state=SEED)
         assert release.n_rows == adult_rows.num_rows
+        assert (release.source.files is None) == (partitions is not None)
         release.save(tmp_path / f"spark-{partitions}")
         assert release_files(tmp_path / f"spark-{partitions}") == expected, partitions
 
@@ -202,8 +208,63 @@ def test_repeated_row_ids_fail_the_save(spark, input_folder, domains, tmp_path):
 def test_kernel_runs_in_place_on_file_splits_only(spark, input_folder):
     """The files' splits hold long runs of distinct ids: no exchange before the kernel; a
     round-robin partitioning leaves runs of a row or two, which are exchanged by range."""
-    from ppdp.spark import SparkSource
-
     frame = read_parquet(spark, input_folder)
-    assert SparkSource(frame, sensitive="occupation").in_place
+    # A DataFrame derived from read_parquet's: Spark's rows, on the files' splits.
+    derived = SparkSource(frame.select("*"), sensitive="occupation")
+    assert derived.in_place and derived.files is None
     assert not SparkSource(frame.repartition(7), sensitive="occupation").in_place
+
+
+def test_tasks_read_the_row_groups(spark, input_folder, adult_rows):
+    """read_parquet's DataFrame, published as it is: the footers give the rows and their ids,
+    the tasks read each row group with pyarrow; the domains equal those Spark counts."""
+    frame = read_parquet(spark, input_folder)
+    files = parquet_files(frame)
+    # Three files of 9,000, 12,500 and 8,662 rows in row groups of at most 4,000.
+    assert [rows for _, _, _, rows in files.row_groups] == [
+        4_000, 4_000, 1_000, 4_000, 4_000, 4_000, 500, 4_000, 4_000, 662]
+    assert [first for _, _, first, _ in files.row_groups] == [
+        0, 4_000, 8_000, 9_000, 13_000, 17_000, 21_000, 21_500, 25_500, 29_500]
+    read = SparkSource(frame, sensitive="occupation")
+    spark_rows = SparkSource(frame.select("*"), sensitive="occupation")
+    assert read.files is not None and read.n_rows == adult_rows.num_rows
+    assert read.schema == spark_rows.schema
+    for name in COLUMNS:
+        assert np.array_equal(read.histogram((name,)), spark_rows.histogram((name,)))
+
+
+def test_row_groups_read_by_tasks_refuse_missing_values_and_changed_files(spark, adult_rows,
+                                                                           domains, tmp_path):
+    folder = tmp_path / "input"
+    folder.mkdir()
+    sex = adult_rows.column("sex").to_pylist()
+    sex[123] = None
+    pq.write_table(adult_rows.set_column(COLUMNS.index("sex"), "sex", pa.array(sex)),
+                   folder / "part.parquet", row_group_size=10_000)
+    frame = read_parquet(spark, folder)
+    with pytest.raises(SchemaError, match=r"^column 'sex' has 1 missing values"):
+        publish(DBR(), frame, sensitive="occupation", domains=domains)
+    pq.write_table(adult_rows, folder / "part.parquet", row_group_size=10_000)
+    frame = read_parquet(spark, folder)
+    release = publish(DBR(), frame, sensitive="occupation", domains=domains)
+    # The file rewritten after it was read, in other row groups: the tasks refuse it.
+    pq.write_table(adult_rows, folder / "part.parquet", row_group_size=7_000)
+    with pytest.raises(Exception) as failed:
+        release.save(tmp_path / "release")
+    assert failure_message(failed.value).endswith("part.parquet changed since it was read; "
+                                                  "read it again")
+    assert not (tmp_path / "release").exists()
+
+
+def test_columns_spark_reads_otherwise_are_spark_rows(spark, adult_rows, domains, tmp_path):
+    """A column neither text nor a signed integer in the files (here unsigned) is read by
+    Spark: its values are Spark's, and so are the rows."""
+    folder = tmp_path / "input"
+    folder.mkdir()
+    unsigned = adult_rows.set_column(COLUMNS.index("age"), "age",
+                                     adult_rows.column("age").cast(pa.uint16()))
+    pq.write_table(unsigned, folder / "part.parquet")
+    frame = read_parquet(spark, folder)
+    assert parquet_files(frame) is not None
+    source = SparkSource(frame, sensitive="occupation", domains=domains)
+    assert source.files is None and source.n_rows == adult_rows.num_rows

@@ -66,7 +66,7 @@ from ppdp.release import (
 from ppdp.row_counts import RowCounter
 from ppdp.spark.rows import _PART, _grouped
 from ppdp.spark.session import ROW_ID, in_arrow_batches
-from ppdp.spark.source import SparkSource, _in_runs, _run_passes, _runs, _signed
+from ppdp.spark.source import Run, SparkSource, _run_passes, _signed
 from ppdp.storage import commit_directory, staged_directory
 from ppdp.table import Role, Schema, Table
 
@@ -149,10 +149,10 @@ class SparkGroupRelease:
         columns = list(schema.columns)
         # Codes cross the exchange in the smallest signed type (Spark has no unsigned one).
         kinds = {c.name: _signed(c.size - 1) for c in columns}
-        row_id, where = self.source.row_id, str(staging)
+        where = str(staging)
 
-        def labelled(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            for start, ids, codes in _runs(batches, columns, row_id):
+        def labelled(runs: Iterator[Run]) -> Iterator[pa.RecordBatch]:
+            for start, ids, codes in runs:
                 yield pa.record_batch({
                     **{c.name: pa.array(codes[c.name].astype(kinds[c.name][0]))
                        for c in columns},
@@ -171,8 +171,7 @@ class SparkGroupRelease:
 
         label_schema = ", ".join([*(f"`{c.name}` {kinds[c.name][1]}" for c in columns),
                                   f"{ROW_ID} long", f"{_PART} int"])
-        return (_in_runs(self.source, schema.names)
-                .mapInArrow(labelled, label_schema)
+        return (self.source.map_runs(columns, labelled, label_schema)
                 .repartitionById(n_blocks, _PART)
                 .mapInArrow(published, _WRITTEN))
 

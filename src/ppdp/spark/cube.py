@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from ppdp.query import FileIdentity, ScanCube, encode_values
 from ppdp.spark.session import SparkFailedError, failure_message, spark_session
-
-if TYPE_CHECKING:
-    pass
-
-
 
 
 class SparkCube(ScanCube):

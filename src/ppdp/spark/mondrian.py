@@ -65,7 +65,7 @@ from ppdp.plans import part_count, part_of
 from ppdp.release import check_target, part_names, require_replaceable_release, write_parquet
 from ppdp.spark.rows import _PART, _RANK, _TOP_BIT, _by_part
 from ppdp.spark.session import ROW_ID, in_arrow_batches
-from ppdp.spark.source import SparkSource, _codes, _in_domain, _in_runs, _runs, _signed
+from ppdp.spark.source import Run, SparkSource, _codes, _in_domain, _signed
 from ppdp.storage import commit_directory, staged_directory
 
 if TYPE_CHECKING:
@@ -168,11 +168,10 @@ class SparkMondrianRelease:
         kinds = {name: _signed(setup.schema[name].size - 1) for name in (*quasi, setup.sensitive)}
         parts = part_count(source.n_rows)
         widest = max(setup.n_ranks)
-        row_id = source.row_id
 
-        def label(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        def label(runs: Iterator[Run]) -> Iterator[pa.RecordBatch]:
             # Runs of consecutive row ids draw their ranks as the in-memory path does.
-            for start, ids, codes in _runs(batches, inputs, row_id):
+            for start, ids, codes in runs:
                 node = top.descend(_rank_matrix(setup.ranks(codes), widest))
                 draws = stream.raw(start, len(ids))
                 yield pa.record_batch({
@@ -223,7 +222,7 @@ class SparkMondrianRelease:
                                  for d in range(dims)),
                                f"{_SENSITIVE} {kinds[setup.sensitive][1]}", f"{_RANK} long",
                                f"{ROW_ID} long", f"{_PART} int"])
-        return (_in_runs(source, [*quasi, setup.sensitive]).mapInArrow(label, labelled)
+        return (source.map_runs(inputs, label, labelled)
                 .repartition(_NODE).sortWithinPartitions(_NODE)
                 .mapInArrow(partition, published))
 

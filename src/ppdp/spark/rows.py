@@ -48,11 +48,10 @@ from ppdp.release import (
 from ppdp.row_counts import RowCounter
 from ppdp.spark.session import ROW_ID, in_arrow_batches
 from ppdp.spark.source import (
+    Run,
     SparkSource,
-    _in_runs,
     _plain,
     _run_passes,
-    _runs,
     _signed,
     _spark_schema,
 )
@@ -193,10 +192,10 @@ def _published(plan: RowPlan, source: SparkSource, ranks: KeyedStream
     kinds = {name: _signed(plan.schema[name].size - 1 if name in plan.schema
                            else np.iinfo(dtypes[name]).max) for name in outputs}
     parts = part_count(source.n_rows)
-    kernel, row_id = plan.kernel, source.row_id
+    kernel = plan.kernel
 
-    def publish_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for start, ids, codes in _runs(batches, inputs, row_id):
+    def publish_runs(runs: Iterator[Run]) -> Iterator[pa.RecordBatch]:
+        for start, ids, codes in runs:
             rows = kernel(codes, start)
             drawn = ranks.raw(start, len(ids))
             yield pa.record_batch({
@@ -208,8 +207,7 @@ def _published(plan: RowPlan, source: SparkSource, ranks: KeyedStream
 
     spark_schema = ", ".join([*(f"`{name}` {kinds[name][1]}" for name in outputs),
                               f"{_RANK} long", f"{ROW_ID} long", f"{_PART} int"])
-    return _in_runs(source, plan.input_columns).mapInArrow(publish_batches, spark_schema), \
-        dtypes
+    return source.map_runs(inputs, publish_runs, spark_schema), dtypes
 
 
 def _by_part(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, pa.Table]]:

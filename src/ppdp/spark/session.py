@@ -8,17 +8,17 @@ import re
 import shutil
 import subprocess
 import sys
+import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
+from urllib.parse import quote
 
 import numpy as np
+import pyarrow as pa
 
 from ppdp.errors import PpdpError, SchemaError
-
-if TYPE_CHECKING:
-    pass
-
 
 ROW_ID = "__ppdp_row_id"
 """The row-id column `read_parquet` adds (never published)."""
@@ -109,13 +109,43 @@ def spark_session(app_name: str = "ppdp") -> Any:
     return session
 
 
+@dataclass(frozen=True)
+class ParquetFiles:
+    """The Parquet files behind a DataFrame `read_parquet` returned, as their footers describe
+    them: each file's URI (in name order) and each row group's file, index within the file,
+    first row id and rows. Python tasks read them with pyarrow (`ppdp.spark.source`)."""
+
+    uris: tuple[str, ...]
+    row_groups: tuple[tuple[int, int, int, int], ...]
+    schema: pa.Schema
+
+    @property
+    def n_rows(self) -> int:
+        return sum(group[3] for group in self.row_groups)
+
+
+_READ_FILES: weakref.WeakKeyDictionary[Any, ParquetFiles] = weakref.WeakKeyDictionary()
+"""The files of every DataFrame `read_parquet` returned and pyarrow can read, by DataFrame (a
+DataFrame derived from it, by ``select`` or ``repartition`` say, is another object: not here)."""
+
+
+def parquet_files(frame: Any) -> ParquetFiles | None:
+    """The files behind a DataFrame exactly as `read_parquet` returned it, else None."""
+    return _READ_FILES.get(frame)
+
+
 def read_parquet(spark: Any, path: str | os.PathLike[str]) -> Any:
     """A Parquet file or folder of files as a Spark DataFrame with a stable row id (`ROW_ID`).
 
     A row's id is its position in its file (Spark's hidden ``_metadata.row_index``) plus the
     rows of the files before its file, in name order: it depends on the files alone, not on
     how Spark splits them into partitions, and equals the row's position in the table the
-    in-memory executor reads (the files concatenated in name order)."""
+    in-memory executor reads (the files concatenated in name order).
+
+    The rows before each file come from the files' footers when pyarrow can open the files
+    (the local filesystem, HDFS, S3, GCS), else from a Spark job counting each file's rows.
+    The DataFrame returned is then remembered with its files (`parquet_files`): publishing it
+    as it is, ppdp's tasks read its row groups with pyarrow instead of taking Spark's rows."""
     from pyspark.sql import functions as F
 
     frame = spark.read.parquet(str(path))
@@ -123,15 +153,69 @@ def read_parquet(spark: Any, path: str | os.PathLike[str]) -> Any:
         raise SchemaError(f"a column is named {ROW_ID!r}, the name of the row id; rename it")
     located = frame.select("*", F.col("_metadata.file_path").alias(_FILE),
                            F.col("_metadata.row_index").alias(_INDEX))
-    # One row per file reaches the driver.
-    files = located.groupBy(_FILE).count().toArrow().sort_by(_FILE)
-    rows = files.column("count").to_numpy()
+    files = _footers(sorted(frame.inputFiles()), frame.columns)
+    if files is None:
+        # One row per file reaches the driver.
+        counted = located.groupBy(_FILE).count().toArrow().sort_by(_FILE)
+        names = counted.column(_FILE).to_pylist()
+        rows = counted.column("count").to_numpy()
+    else:
+        names = list(files.uris)
+        rows = np.bincount([group[0] for group in files.row_groups],
+                           weights=[group[3] for group in files.row_groups],
+                           minlength=len(names)).astype(np.int64)
+    # inputFiles names a local file file:///path, the rows' file_path file:/path: both kept.
     offsets = spark.createDataFrame(
-        [(name, int(first)) for name, first in zip(files.column(_FILE).to_pylist(),
-                                                     np.cumsum(rows) - rows, strict=True)],
+        [(form, int(first)) for name, first in zip(names, np.cumsum(rows) - rows, strict=True)
+         for form in {name, re.sub(r"^([A-Za-z][\w+.-]*):///", r"\1:/", name)}],
         f"{_FILE} string, {_OFFSET} long")
-    return located.join(F.broadcast(offsets), _FILE).select(
+    # A left join: a row whose file went unmatched has no id (refused), rather than vanishing.
+    read = located.join(F.broadcast(offsets), _FILE, "left").select(
         *frame.columns, (F.col(_OFFSET) + F.col(_INDEX)).alias(ROW_ID))
+    if files is not None:
+        _READ_FILES[read] = files
+    return read
+
+
+def open_parquet(uri: str, **options: Any) -> Any:
+    """A `pyarrow.parquet.ParquetFile` from a Spark file URI (its non-ASCII characters
+    escaped, as pyarrow's URI parser wants them)."""
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+
+    filesystem, where = pafs.FileSystem.from_uri(quote(uri, safe=_URI_SAFE))
+    return pq.ParquetFile(where, filesystem=filesystem, **options)
+
+
+_URI_SAFE = "%:/?#[]@!$&'()*+,;=~"
+"""Characters a URI keeps as they are (``%`` too: Spark's URIs are escaped already)."""
+
+
+def _footers(uris: list[str], columns: list[str]) -> ParquetFiles | None:
+    """The files' row groups from their footers, or None when pyarrow cannot open one or
+    they disagree on the columns' types (Spark then reads them its own way)."""
+    groups: list[tuple[int, int, int, int]] = []
+    schema = None
+    first = 0
+    try:
+        for index, uri in enumerate(uris):
+            with open_parquet(uri) as file:
+                found = file.schema_arrow
+                metadata = file.metadata
+            found = pa.schema([found.field(name) for name in columns])
+            if schema is None:
+                schema = found
+            elif not found.equals(schema):
+                return None
+            for group in range(metadata.num_row_groups):
+                rows = metadata.row_group(group).num_rows
+                groups.append((index, group, first, rows))
+                first += rows
+    except (pa.ArrowException, OSError, KeyError, ValueError):
+        return None
+    if schema is None:
+        return None
+    return ParquetFiles(tuple(uris), tuple(groups), schema)
 
 
 ARROW_BATCH_ROWS = 1 << 17

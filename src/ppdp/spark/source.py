@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -17,15 +17,17 @@ from ppdp.io import _check_columns
 from ppdp.plans import Pass, Taken
 from ppdp.scan import source_schema
 from ppdp.sources import MarginalSource
-from ppdp.spark.session import ROW_ID
+from ppdp.spark.session import ARROW_BATCH_ROWS, ROW_ID, ParquetFiles, open_parquet, parquet_files
 from ppdp.table import Column, Role, encode_column
-
-if TYPE_CHECKING:
-    pass
-
 
 _CELL = "__cell"
 _COUNT = "__count"
+
+Run = tuple[int, np.ndarray, dict[str, np.ndarray]]
+"""Rows of consecutive ids: the first id, the ids, and the codes by column."""
+
+RunTask = Callable[[Iterator[Run]], Iterator[pa.RecordBatch]]
+"""What a Spark task does with its runs of rows (`SparkSource.map_runs`)."""
 
 
 def _codes(column: Column, values: pa.Array) -> np.ndarray:
@@ -57,7 +59,6 @@ class SparkSource(MarginalSource):
                  quasi_identifiers: Sequence[str] | str | None = None,
                  domains: Mapping[str, Sequence[Any]] | None = None, row_id: str = ROW_ID,
                  observed_domains: bool = False) -> None:
-        from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
         if row_id not in frame.columns:
@@ -70,18 +71,20 @@ class SparkSource(MarginalSource):
         self.frame, self.row_id, self.name = frame, row_id, None
         names = [name for name in frame.columns if name != row_id]
         _check_columns(sorted(set(domains or {}) - set(names)), names)
-        self.n_rows, self.in_place = _profile_ids(frame, row_id)
+        files = parquet_files(frame) if row_id == ROW_ID else None
+        self.files = files if files is not None and _read_by_tasks(files, frame, names) \
+            else None
+        if self.files is not None:
+            # The files' footers count the rows, and their ids are positions: nothing to scan.
+            self.n_rows, self.in_place = self.files.n_rows, True
+            if not self.n_rows:
+                raise SchemaError("cannot build a table from the DataFrame: it has no rows")
+            counted = _counted_in_tasks(self.files, frame, names)
+        else:
+            self.n_rows, self.in_place = _profile_ids(frame, row_id)
+            counted = _counted_by_grouping_sets(frame, names)
         columns, self._marginals = [], {}
-        # Every column's distinct values and their counts in one scan (a grouping set a
-        # column): the sum of the domains' sizes reaches the driver.
-        flags = [f"__grouped{index}" for index in range(len(names))]
-        counted = frame.groupingSets([[name] for name in names], *names).agg(
-            F.count(F.lit(1)).alias("count"),
-            *(F.grouping(name).alias(flag) for name, flag in zip(names, flags, strict=True))
-        ).toArrow()
-        for name, flag in zip(names, flags, strict=True):
-            mine = counted.filter(pc.equal(counted.column(flag), 0))
-            values, cells = mine.column(name).combine_chunks(), mine.column("count")
+        for name, (values, cells) in zip(names, counted, strict=True):
             if values.null_count:
                 missing = pc.sum(pc.filter(cells, pc.is_null(values))).as_py()
                 raise SchemaError(f"column {name!r} has {missing} missing values; drop or "
@@ -100,6 +103,28 @@ class SparkSource(MarginalSource):
     def dropped_rows(self) -> int:
         """Rows left out for missing values: none (a missing value is refused)."""
         return 0
+
+    def map_runs(self, columns: Sequence[Column], task: RunTask, schema: str) -> Any:
+        """A Spark DataFrame of what ``task`` yields from each Spark task's rows, given as runs
+        of consecutive row ids ``(first id, ids, codes of the columns)`` in increasing order.
+
+        Rows of files `read_parquet` read (``files``) are read by the tasks themselves with
+        pyarrow, a row group at a time, their text columns as dictionaries: no row passes
+        through the JVM. Other rows are Spark's, in runs (`_in_runs`, `_runs`)."""
+        columns = list(columns)
+        if self.files is None:
+            row_id = self.row_id
+
+            def from_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+                return task(_runs(batches, columns, row_id))
+
+            return _in_runs(self, [c.name for c in columns]).mapInArrow(from_rows, schema)
+        files, text = self.files, _text_columns(self.files)
+
+        def from_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            return task(_file_runs(batches, files, columns, text))
+
+        return _row_groups(self.frame.sparkSession, self.files).mapInArrow(from_files, schema)
 
     def _count(self, columns: tuple[str, ...], sizes: list[int]) -> np.ndarray:
         """One Spark aggregation; only the combinations found reach the driver."""
@@ -143,6 +168,157 @@ class SparkSource(MarginalSource):
                     codes, mine.column(count).to_numpy().astype(np.int64), columns,
                     sizes).reshape(sizes)
         return {tuple(c): self.histogram(c) for c in column_sets}
+
+
+def _counted_by_grouping_sets(frame: Any, names: Sequence[str]
+                              ) -> list[tuple[pa.Array, pa.Array]]:
+    """Every column's distinct values and their counts in one scan (a grouping set a column):
+    the sum of the domains' sizes reaches the driver."""
+    from pyspark.sql import functions as F
+
+    flags = [f"__grouped{index}" for index in range(len(names))]
+    counted = frame.groupingSets([[name] for name in names], *names).agg(
+        F.count(F.lit(1)).alias("count"),
+        *(F.grouping(name).alias(flag) for name, flag in zip(names, flags, strict=True))
+    ).toArrow()
+    found = []
+    for name, flag in zip(names, flags, strict=True):
+        mine = counted.filter(pc.equal(counted.column(flag), 0))
+        found.append((mine.column(name).combine_chunks(), mine.column("count").combine_chunks()))
+    return found
+
+
+def _read_by_tasks(files: ParquetFiles, frame: Any, names: Sequence[str]) -> bool:
+    """Whether ppdp's tasks may read the files with pyarrow and find the values Spark would:
+    every column text or a signed integer in the files, and of the same kind in Spark."""
+    from pyspark.sql import types as T
+
+    for name in names:
+        stored = files.schema.field(name).type
+        if pa.types.is_dictionary(stored):
+            stored = stored.value_type
+        kind = frame.schema[name].dataType
+        text = pa.types.is_string(stored) or pa.types.is_large_string(stored)
+        whole = pa.types.is_signed_integer(stored)
+        if not ((text and isinstance(kind, T.StringType)) or (whole and isinstance(
+                kind, T.ByteType | T.ShortType | T.IntegerType | T.LongType))):
+            return False
+    return True
+
+
+def _text_columns(files: ParquetFiles) -> list[str]:
+    """The files' text columns, read as dictionaries."""
+    return [field.name for field in files.schema
+            if not pa.types.is_integer(field.type)
+            and not (pa.types.is_dictionary(field.type)
+                     and pa.types.is_integer(field.type.value_type))]
+
+
+def _row_groups(spark: Any, files: ParquetFiles) -> Any:
+    """A DataFrame of the files' row groups (file, group), in order, one a Spark task (up to
+    `MAX_ROW_GROUP_TASKS` tasks, consecutive groups sharing one beyond)."""
+    groups = [(file, group) for file, group, _, rows in files.row_groups if rows]
+    slices = max(1, min(len(groups), MAX_ROW_GROUP_TASKS))
+    return spark.createDataFrame(spark.sparkContext.parallelize(groups, slices),
+                                 f"{_FILE} int, {_GROUP} int")
+
+
+MAX_ROW_GROUP_TASKS = 1 << 12
+"""The most Spark tasks reading a Parquet input's row groups."""
+
+_FILE = "__file"
+_GROUP = "__group"
+_COLUMN = "__column"
+
+
+def _file_batches(descriptors: Iterator[pa.RecordBatch], files: ParquetFiles,
+                  names: Sequence[str], text: Sequence[str]
+                  ) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """The row groups a task was given, as batches of the columns with their first row id;
+    refused when a row group no longer holds the rows its footer held when it was read."""
+    first_ids = {(file, group): (first, rows) for file, group, first, rows in files.row_groups}
+    for descriptor in descriptors:
+        for file, group in zip(descriptor.column(_FILE).to_pylist(),
+                               descriptor.column(_GROUP).to_pylist(), strict=True):
+            first, rows = first_ids[file, group]
+            with open_parquet(files.uris[file],
+                              read_dictionary=[n for n in names if n in text]) as opened:
+                if (group >= opened.metadata.num_row_groups
+                        or opened.metadata.row_group(group).num_rows != rows):
+                    raise SchemaError(f"{files.uris[file]} changed since it was read; read "
+                                      f"it again")
+                for batch in opened.iter_batches(batch_size=ARROW_BATCH_ROWS,
+                                                 row_groups=[group], columns=list(names),
+                                                 use_threads=False):
+                    yield first, batch
+                    first += batch.num_rows
+
+
+def _counted_in_tasks(files: ParquetFiles, frame: Any, names: Sequence[str]
+                      ) -> list[tuple[pa.Array, pa.Array]]:
+    """Every column's distinct values and their counts: counted in each task's row groups
+    (a text column over its dictionary's indices), added up by a Spark aggregation; the sum
+    of the domains' sizes reaches the driver."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    kinds = [frame.schema[name].dataType for name in names]
+    arrow = [to_arrow_type(kind) for kind in kinds]
+    text = _text_columns(files)
+
+    def count(descriptors: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for _, batch in _file_batches(descriptors, files, names, text):
+            for index, (name, kind) in enumerate(zip(names, arrow, strict=True)):
+                values, counts = _value_counts(batch.column(name))
+                yield pa.record_batch({
+                    _COLUMN: pa.array(np.full(len(counts), index, np.int32)),
+                    _COUNT: pa.array(counts),
+                    **{other: pa.nulls(len(counts), arrow[j]) if j != index
+                       else values.cast(kind) for j, other in enumerate(names)}})
+
+    schema = ", ".join([f"{_COLUMN} int", f"{_COUNT} long",
+                        *(f"`{name}` {kind.simpleString()}" for name, kind in
+                          zip(names, kinds, strict=True))])
+    counted = (_row_groups(frame.sparkSession, files).mapInArrow(count, schema)
+               .groupBy(_COLUMN, *names).agg(F.sum(_COUNT).alias(_COUNT)).toArrow())
+    found = []
+    for index, name in enumerate(names):
+        mine = counted.filter(pc.equal(counted.column(_COLUMN), index))
+        found.append((mine.column(name).combine_chunks(), mine.column(_COUNT).combine_chunks()))
+    return found
+
+
+def _value_counts(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """The distinct values of an array (a missing value as null) and their counts."""
+    if pa.types.is_dictionary(values.type):
+        size = len(values.dictionary)
+        # Missing values as one more index, past the dictionary's.
+        counts = np.bincount(pc.fill_null(values.indices, size).to_numpy(zero_copy_only=False),
+                             minlength=size + 1)
+        found = np.flatnonzero(counts)
+        return (pa.concat_arrays([values.dictionary, pa.nulls(1, values.dictionary.type)])
+                .take(pa.array(found)), counts[found].astype(np.int64))
+    counted = pc.value_counts(values)
+    return counted.field("values"), counted.field("counts").to_numpy().astype(np.int64)
+
+
+def _file_runs(descriptors: Iterator[pa.RecordBatch], files: ParquetFiles,
+               columns: Sequence[Column], text: Sequence[str]
+               ) -> Iterator[tuple[int, np.ndarray, dict[str, np.ndarray]]]:
+    """The rows of a task's row groups as runs (one a batch: its ids are consecutive), with
+    their codes; a text column encoded over its dictionary only."""
+    names = [c.name for c in columns]
+    for first, batch in _file_batches(descriptors, files, names, text):
+        codes = {c.name: _in_domain(c, _array_codes(c, batch.column(c.name))) for c in columns}
+        yield first, np.arange(first, first + batch.num_rows, dtype=np.int64), codes
+
+
+def _array_codes(column: Column, values: pa.Array) -> np.ndarray:
+    """`_codes` of an array, a dictionary array's through its dictionary (-1 where missing)."""
+    if not pa.types.is_dictionary(values.type):
+        return _codes(column, values)
+    lookup = np.append(_codes(column, values.dictionary), -1)
+    return lookup[pc.fill_null(values.indices, len(lookup) - 1).to_numpy(zero_copy_only=False)]
 
 
 def _unclashing(columns: Sequence[str]) -> str:
@@ -260,8 +436,7 @@ def _run_passes(passes: Sequence[Pass], source: SparkSource) -> None:
         schema = ", ".join(f"`{name}` long" for name in (_CELL, _COUNT, *kinds))
         # Histogram cells are summed over the tasks; collected rows (distinct) pass as they
         # are: at most the histogram's cells plus the collected rows reach the driver.
-        added = (_in_runs(source, step.columns)
-                 .mapInArrow(_taking(step, columns, source.row_id, list(kinds)), schema)
+        added = (source.map_runs(columns, _taking(step, list(kinds)), schema)
                  .groupBy(_CELL, *kinds).agg(F.sum(_COUNT).alias(_COUNT)).toArrow())
         binned = pc.is_valid(added.column(_CELL))
         cells, rows = added.filter(binned), added.filter(pc.invert(binned))
@@ -271,15 +446,14 @@ def _run_passes(passes: Sequence[Pass], source: SparkSource) -> None:
         step.finish()
 
 
-def _taking(step: Pass, columns: Sequence[Column], row_id: str, names: Sequence[str]
-            ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def _taking(step: Pass, names: Sequence[str]) -> RunTask:
     """The task of a summary pass: its runs of rows taken into a fresh copy of the pass,
     then what it took in, the histogram's cells and the collected rows (``names``), as
     batches of 64-bit columns."""
 
-    def take(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def take(runs: Iterator[Run]) -> Iterator[pa.RecordBatch]:
         mine = copy.deepcopy(step)
-        for start, _, codes in _runs(batches, columns, row_id):
+        for start, _, codes in runs:
             mine.update(start, codes)
         taken = mine.taken()
         absent = pa.nulls(len(taken.cells), pa.int64())
