@@ -2,7 +2,7 @@
 
     python benchmarks/bench_executors.py adult-1e7.parquet [--mechanism dbr] [--runs 3]
         [--executors memory,streaming,spark] [--master local[2]] [--workdir DIR]
-        [--block-rows 5e6]
+        [--block-rows 5e6] [--spark-rows]
 
 Each run publishes the input with the mechanism (Adult's columns, ``occupation`` sensitive,
 the bundled codebook domains, seed 1, the parameters of ``MECHANISMS``) and writes the release
@@ -12,7 +12,9 @@ into ``--workdir``:
   time and its CPU time (user + system, from the process's resource usage);
 - ``spark``: one Spark session started first (its start time printed, not counted), then in
   each run ``ppdp.spark.publish`` (the aggregations that build the plan) and ``save`` (the
-  kernel, the exchanges, the writing of the parts), timed apart. Spark's CPU time is spent in
+  kernel, the exchanges, the writing of the parts), timed apart; the tasks read the row groups
+  of ``read_parquet``'s files with pyarrow, or with ``--spark-rows`` take Spark's rows (a
+  DataFrame derived from it, ``select("*")``). Spark's CPU time is spent in
   the JVM and in its Python workers, so it is read machine-wide from ``/proc/stat`` (all
   cores' user + system time) around each run: run this on an otherwise idle machine.
 
@@ -82,7 +84,7 @@ def run_cli(engine: str, mechanism: str, source: str, out: Path) -> tuple[float,
 class SparkRunner:
     """One Spark session for every run; each run's wall time, split into publish and save."""
 
-    def __init__(self, master: str) -> None:
+    def __init__(self, master: str, spark_rows: bool) -> None:
         from ppdp.spark import require_java
 
         require_java()
@@ -98,6 +100,7 @@ class SparkRunner:
         from ppdp.declared_domains import read_domains_file
 
         self.domains = read_domains_file(domains_file())
+        self.spark_rows = spark_rows
 
     def run(self, mechanism: str, source: str, out: Path) -> tuple[float, float, str]:
         from ppdp.mechanisms import get_mechanism
@@ -106,8 +109,11 @@ class SparkRunner:
         instance = get_mechanism(mechanism).from_params(
             dict(value.split("=", 1) for value in MECHANISMS[mechanism]))
         cpu, started = machine_cpu_seconds(), time.perf_counter()
-        release = publish(instance, read_parquet(self.spark, source), sensitive="occupation",
-                          domains=self.domains, random_state=1)
+        frame = read_parquet(self.spark, source)
+        if self.spark_rows:
+            frame = frame.select("*")
+        release = publish(instance, frame, sensitive="occupation", domains=self.domains,
+                          random_state=1)
         planned = time.perf_counter()
         release.save(out, overwrite=True)
         saved = time.perf_counter()
@@ -130,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--block-rows", type=float, default=None,
                         help="on Spark: rows per block of splu, anatomy and ambiguity "
                              "(default ppdp.blocks.BLOCK_ROWS, 10^7)")
+    parser.add_argument("--spark-rows", action="store_true",
+                        help="on Spark: take Spark's rows, not the files read by the tasks")
     args = parser.parse_args(argv)
     if args.block_rows is not None:
         # Read when each publish starts (ppdp.spark.blocks): a task a block.
@@ -140,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 else sorted(Path(args.input).glob("*.parquet"))))
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
-    spark = SparkRunner(args.master) if "spark" in executors else None
+    spark = SparkRunner(args.master, args.spark_rows) if "spark" in executors else None
     measured: dict[str, list[tuple[float, float]]] = {name: [] for name in executors}
     try:
         for run in range(1, args.runs + 1):

@@ -3,6 +3,7 @@ release files whatever the input's partitioning."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -231,6 +232,24 @@ def test_tasks_read_the_row_groups(spark, input_folder, adult_rows):
     assert read.schema == spark_rows.schema
     for name in COLUMNS:
         assert np.array_equal(read.histogram((name,)), spark_rows.histogram((name,)))
+
+
+def test_files_whose_uris_are_escaped(spark, input_folder, adult_rows, domains, tmp_path):
+    """Spark names files by URI, escaping a space but not an é, and calls a local file
+    file:/path in its rows but file:///path in its file list; the ids and the release are
+    those of the plain folder."""
+    folder = tmp_path / "adult parts é"
+    shutil.copytree(input_folder, folder)
+    (folder / "c.parquet").rename(folder / "c é.parquet")
+    frame = read_parquet(spark, folder)
+    assert parquet_files(frame) is not None
+    assert frame.where(f"{ROW_ID} is null").count() == 0
+    assert frame.agg({ROW_ID: "max"}).first()[0] == adult_rows.num_rows - 1
+    publish(DBR(), frame, sensitive="occupation", domains=domains,
+            random_state=SEED).save(tmp_path / "escaped")
+    table = read_table(adult_rows, sensitive="occupation", domains=domains)
+    DBR().publish(table, random_state=SEED).save(tmp_path / "memory")
+    assert release_files(tmp_path / "escaped") == release_files(tmp_path / "memory")
 
 
 def test_row_groups_read_by_tasks_refuse_missing_values_and_changed_files(spark, adult_rows,
