@@ -17,6 +17,7 @@ import pytest
 
 from ppdp import blocks
 from ppdp.blocks import block_quotas
+from ppdp.errors import ReleaseError
 from ppdp.io import read_table
 from ppdp.keyed import make_key
 from ppdp.mechanisms import Ambiguity, Anatomy, SPLUGen
@@ -128,11 +129,20 @@ def test_one_block_equals_in_memory_release(name, sources, table, tmp_path):
     assert release_files(tmp_path / "spark") == release_files(tmp_path / "memory")
 
 
-def test_publish_runs_group_mechanisms_in_blocks(spark, input_folder, domains):
+def test_publish_runs_group_mechanisms_in_blocks(spark, input_folder, domains, tmp_path):
     release = publish(Anatomy(l=5), read_parquet(spark, input_folder), sensitive="occupation",
                       domains=domains)
     assert isinstance(release, SparkGroupRelease)
     assert (release.mechanism, release.n_rows, release.n_blocks) == ("anatomy", N_ROWS, 1)
+    # The tables exist once the tasks have published and written them.
+    with pytest.raises(ReleaseError, match="anatomy release is published by save"):
+        release.tables()
+    release.save(tmp_path / "release")
+    tables = release.tables()
+    assert sorted(tables) == ["qit", "st"]
+    # Every input row in the QIT, and the ST's counts adding up to them (Spark's sums).
+    assert tables["qit"].count() == N_ROWS
+    assert tables["st"].agg({"count": "sum"}).first()[0] == N_ROWS
 
 
 def test_key_never_written(on_spark):

@@ -73,6 +73,7 @@ from ppdp.release import (
     write_parquet,
 )
 from ppdp.spark.rows import _PART, _RANK, _TOP_BIT, _by_part
+from ppdp.spark.saved import SavedTables
 from ppdp.spark.session import ROW_ID, in_arrow_batches, read_parquet
 from ppdp.spark.source import SparkSource, _codes, _in_domain, _runs
 from ppdp.storage import commit_directory, staged_directory
@@ -245,7 +246,7 @@ class SparkViews:
         return self
 
 
-class SparkView:
+class SparkView(SavedTables):
     """The first alpha-beta view of a Spark source (Algorithm 1, or 5 for marginal noise),
     drawn and written by ``save``."""
 
@@ -262,8 +263,9 @@ class SparkView:
     def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the view as Parquet parts and ``release.json`` (last), atomically; parts are
         written by Spark tasks, so the driver and executors must share the filesystem."""
-        return SparkViews(self._mechanism, self.source).publish_keyed(
+        self.saved = SparkViews(self._mechanism, self.source).publish_keyed(
             directory, self._key, overwrite=overwrite)
+        return self.saved
 
 
 def publish_view(mechanism: AlphaBeta, source: SparkSource, key: int) -> SparkView:

@@ -65,6 +65,7 @@ from ppdp.release import (
 )
 from ppdp.row_counts import RowCounter
 from ppdp.spark.rows import _PART, _grouped
+from ppdp.spark.saved import SavedTables
 from ppdp.spark.session import ROW_ID, in_arrow_batches
 from ppdp.spark.source import Run, SparkSource, _run_passes, _signed
 from ppdp.storage import commit_directory, staged_directory
@@ -79,7 +80,7 @@ _WRITTEN = ("block int, position int, stem string, name string, digest string, "
 parameters, row count, mechanism and schema, on its first table's row only)."""
 
 
-class SparkGroupRelease:
+class SparkGroupRelease(SavedTables):
     """A group mechanism's release of a Spark DataFrame: its blocks decided (the quota
     assignment's passes run), their exchange, publishing and writing left to ``save``."""
 
@@ -139,6 +140,7 @@ class SparkGroupRelease:
                            described["schema"], listed, digests)
             commit_directory(staging, target, overwrite=overwrite,
                              replaceable=require_replaceable_release)
+        self.saved = target
         return target
 
     def _published(self, schema: Schema, staging: Path) -> Any:

@@ -64,6 +64,7 @@ from ppdp.mechanisms.mondrian import (
 from ppdp.plans import part_count, part_of
 from ppdp.release import check_target, part_names, require_replaceable_release, write_parquet
 from ppdp.spark.rows import _PART, _RANK, _TOP_BIT, _by_part
+from ppdp.spark.saved import SavedTables
 from ppdp.spark.session import ROW_ID, in_arrow_batches
 from ppdp.spark.source import Run, SparkSource, _codes, _in_domain, _signed
 from ppdp.storage import commit_directory, staged_directory
@@ -77,7 +78,7 @@ _NODE = "__node"
 _COUNT = "__count"
 
 
-class SparkMondrianRelease:
+class SparkMondrianRelease(SavedTables):
     """A Mondrian release of a Spark DataFrame whose top levels are cut (on the driver, from
     aggregations) and whose small partitions are partitioned and written by ``save``."""
 
@@ -156,6 +157,7 @@ class SparkMondrianRelease:
                                  replaceable=require_replaceable_release)
         finally:
             keyed.unpersist()
+        self.saved = target
         return target
 
     def _keyed(self, covers: Mapping[str, _Covers], sets: Sequence[int]) -> Any:

@@ -46,6 +46,7 @@ from ppdp.release import (
     write_row_counts,
 )
 from ppdp.row_counts import RowCounter
+from ppdp.spark.saved import SavedTables
 from ppdp.spark.session import ROW_ID, in_arrow_batches
 from ppdp.spark.source import (
     Run,
@@ -66,7 +67,7 @@ _PART = "__part"
 _TOP_BIT = np.uint64(1 << 63)
 
 
-class SparkRelease:
+class SparkRelease(SavedTables):
     """A row-local mechanism's release whose rows are a Spark DataFrame (not yet written)."""
 
     def __init__(self, plan: RowPlan, source: SparkSource, published: Any,
@@ -166,6 +167,7 @@ class SparkRelease:
                            files, digests)
             commit_directory(staging, target, overwrite=overwrite,
                              replaceable=require_replaceable_release)
+        self.saved = target
         return target
 
 
