@@ -50,6 +50,8 @@ class SparkRowsCube(SparkCube):
     counted from it, as on any SparkCube."""
 
     def histogram_where(self, predicate: Predicate, dims: Sequence[str]) -> np.ndarray:
+        """Counts over ``dims`` of the rows where ``predicate`` holds (a SparkCube's base
+        would read the files' rows on the driver when the table is too large)."""
         dims = tuple(dims)
         read = sorted(set(dims).union(predicate.columns))
         if self.fits(tuple(read)) or not self.fits(dims):
