@@ -819,6 +819,12 @@ def view_rates(alpha: float, beta: float, v: int, view: int) -> ViewRates:
     return ViewRates(seen=keep - earlier, earlier=earlier, unseen=keep - other, other=other)
 
 
+def published_rates(parameters: Mapping[str, Any]) -> ViewRates:
+    """The rates of a view from its public parameters (alpha, beta, v and its number)."""
+    return view_rates(float(parameters["alpha"]), float(parameters["beta"]),
+                      int(parameters.get("v", 1)), int(parameters.get("view", 1)))
+
+
 # -- keyed draws ------------------------------------------------------------------------------
 
 NOISE_CHUNK = 1 << 20
@@ -1110,8 +1116,7 @@ class AlphaBetaRelease(Release):
         self.earlier = {c: np.asarray(earlier[c]) if earlier else
                         np.empty(0, dtype=schema[c].dtype) for c in schema.names}
         n_earlier = len(self.earlier[schema.names[0]])
-        self.rates = view_rates(float(parameters["alpha"]), float(parameters["beta"]),
-                                int(parameters.get("v", 1)), int(parameters.get("view", 1)))
+        self.rates = published_rates(parameters)
         earlier_keys = np.sort(self.domain.keys(self.earlier)) if n_earlier else np.empty(
             0, dtype=np.int64)
         seen = _contains(earlier_keys, self.domain.keys(self.codes)).astype(np.uint8)
@@ -1133,11 +1138,23 @@ class AlphaBetaRelease(Release):
         earlier = None
         if "earlier" in tables:
             earlier = rows_from_arrow(schema, tables["earlier"], tables["earlier"].num_rows)
-        for name in ("alpha", "beta"):
-            value = float(parameters[name])
-            if not 0 < value < 1:
-                raise ValueError(f"{name} = {value} is not a probability")
+        require_probabilities(parameters)
         return cls(schema, parameters, n_rows, codes, earlier)
+
+    @classmethod
+    def scanned_on_spark(cls, stems: Iterable[str]) -> frozenset[str]:
+        return frozenset({"view", "earlier"}.intersection(stems))
+
+    @classmethod
+    def _from_files(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
+                    tables: Mapping[str, pa.Table], scans: Mapping[str, Sequence[Path]]
+                    ) -> AlphaBetaRelease:
+        """Loaded with ``engine="spark"``: the view and V' stay in their files, every count a
+        Spark job (`ppdp.spark.alphabeta_count`)."""
+        from ppdp.spark.alphabeta_count import load_alphabeta
+
+        return load_alphabeta(schema, parameters, n_rows, scans["view"],
+                              scans.get("earlier", ()))
 
     def _estimate(self, queries: Sequence[BoundQuery]
                   ) -> list[tuple[np.ndarray, np.ndarray | None]]:
@@ -1177,6 +1194,14 @@ class AlphaBetaRelease(Release):
 
 
 _SEEN = "\0seen"
+
+
+def require_probabilities(parameters: Mapping[str, Any]) -> None:
+    """Refuse a loaded view whose alpha or beta is not a probability."""
+    for name in ("alpha", "beta"):
+        value = float(parameters[name])
+        if not 0 < value < 1:
+            raise ValueError(f"{name} = {value} is not a probability")
 
 
 def even_parts(n_rows: int) -> list[int]:

@@ -11,7 +11,8 @@ Modules: `session` (starting Spark, reading Parquet with row ids), `source` (a D
 `ppdp.sources.Source`), `rows` (row-local mechanisms), `blocks` (group mechanisms, block by
 block), `mondrian` (Mondrian: top levels as aggregations, then in memory), `alphabeta`
 (alpha-beta views, the earlier views a Spark table), `cube` (counting a saved release),
-`anatomy` (counting a saved Anatomy release, its QIT and ST left in their files).
+`anatomy` (counting a saved Anatomy release, its QIT and ST left in their files),
+`alphabeta_count` (counting a saved alpha-beta view, its tuples and V' left in their files).
 """
 
 from __future__ import annotations

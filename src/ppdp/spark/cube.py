@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +27,11 @@ class SparkCube(ScanCube):
                row_counts: pa.Table | None) -> None:
         self._check_footers()
 
+    def _frame(self) -> Any:
+        """The rows counted, as a Spark DataFrame: the files read as they are (a subclass may
+        derive columns from them)."""
+        return spark_session().read.parquet(*self.paths)
+
     def _aggregate(self, groups: Sequence[Sequence[str]]
                    ) -> list[tuple[dict[str, np.ndarray], np.ndarray]]:
         """For each group of columns, its distinct value combinations (as codes) and their
@@ -36,7 +42,7 @@ class SparkCube(ScanCube):
         self._require_unchanged()
         results = []
         try:
-            frame = spark_session().read.parquet(*self.paths)
+            frame = self._frame()
             for columns in groups:
                 # Longer than every column name: the count cannot clash with a grouped column.
                 count = "_" * (1 + max(len(c) for c in columns))

@@ -1,0 +1,198 @@
+"""A saved alpha-beta view counted on Spark: its tuples and V' stay in their Parquet files.
+
+Algorithm 3 estimates a count from the view's tuples that satisfy the query, n_V(Q), and the
+domain's, n_D(Q) (`ppdp.domain.count_domain`, which reads no row); for a view after the first,
+Algorithm 4 (Section 4.4.1) splits n_V(Q) by whether each tuple is in V', the union of the
+earlier views, and needs V''s own count n_V'(Q). Both tables of rows, the view and V', are O(N):
+here they stay in Spark. Each view row gets its flag "in V'" in Spark, from a left join with
+V''s distinct tuples, and every contingency table of the view (the flag as a column) and of V'
+is a Spark aggregation as in `ppdp.spark.cube`: only the cells found, with their counts, reach
+the driver. `AlphaBetaRelease`'s estimator reads those tables unchanged, so every estimate and
+standard error is the in-memory load's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ppdp.mechanisms.alphabeta import (
+    _SEEN,
+    AlphaBetaRelease,
+    TupleDomain,
+    published_rates,
+    require_probabilities,
+)
+from ppdp.query import BoundQuery, Cube, Predicate, encode_values, flat_key
+from ppdp.release import Release, _joined
+from ppdp.spark.cube import SparkCube
+from ppdp.spark.session import SparkFailedError, failure_message
+from ppdp.table import Schema
+
+SEEN_DOMAIN = pa.array([0, 1], pa.int8())
+"""The values of the flag "in V'" in code order: code 0 for tuples outside V', 1 inside."""
+
+# The columns of the counts the tasks hand on: a frame of their own, so no name can clash.
+_CELL = "cell"
+_ROWS = "rows"
+
+
+class SparkRowsCube(SparkCube):
+    """A `SparkCube` that evaluates, in Spark tasks, the conditions whose contingency table is
+    too large to count: each task runs the predicate on its batches of codes (the same numpy
+    evaluation as in memory) and counts the rows it keeps by cell of the GROUP BY columns; the
+    cells' sums, at most one per cell, reach the driver. Conditions whose table fits are
+    counted from it, as on any SparkCube."""
+
+    def histogram_where(self, predicate: Predicate, dims: Sequence[str]) -> np.ndarray:
+        """Counts over ``dims`` of the rows where ``predicate`` holds (a SparkCube's base
+        would read the files' rows on the driver when the table is too large)."""
+        dims = tuple(dims)
+        read = sorted(set(dims).union(predicate.columns))
+        if self.fits(tuple(read)) or not self.fits(dims):
+            return super().histogram_where(predicate, dims)
+        from py4j.protocol import Py4JJavaError
+        from pyspark.errors import PySparkException
+        from pyspark.sql import functions as F
+
+        domains = {c: self.domains[c] for c in read}
+        sizes = {c: self.sizes[c] for c in dims}
+
+        def count_cells(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            for batch in batches:
+                # By position: the flag's name reaches the tasks cut at its leading NUL.
+                codes = {c: encode_values(c, batch.column(i), domains[c])
+                         for i, c in enumerate(read)}
+                kept = np.asarray(predicate.evaluate(codes, batch.num_rows), dtype=bool)
+                cells = flat_key(codes, dims, sizes, kept) if dims \
+                    else np.zeros(np.count_nonzero(kept), dtype=np.int64)
+                found, counts = np.unique(cells, return_counts=True)
+                yield pa.record_batch([pa.array(found, pa.int64()),
+                                       pa.array(counts.astype(np.int64), pa.int64())],
+                                      names=[_CELL, _ROWS])
+
+        self._require_unchanged()
+        try:
+            summed = (self._frame().select(*read)
+                      .mapInArrow(count_cells, f"{_CELL} long, {_ROWS} long")
+                      .groupBy(_CELL).agg(F.sum(_ROWS).alias(_ROWS)).toArrow())
+        # Some failures (a result over spark.driver.maxResultSize) come as Java exceptions.
+        except (PySparkException, Py4JJavaError) as exc:
+            raise SparkFailedError(f"Spark failed: {failure_message(exc)}") from None
+        shape = tuple(self.sizes[c] for c in dims)
+        counts = np.zeros(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
+        # Each cell is found once: the assignment only places its sum.
+        counts[summed.column(_CELL).to_numpy(zero_copy_only=False)] = \
+            summed.column(_ROWS).to_numpy(zero_copy_only=False)
+        return counts.reshape(shape)
+
+
+class SparkViewCube(SparkRowsCube):
+    """The rows of an alpha-beta view, and the flag ``_SEEN`` (1 for a row whose tuple is in
+    V', else 0; Algorithm 4), as a Cube counted on Spark.
+
+    The flag is computed in Spark: a left join of the view's rows with the distinct tuples of
+    V' (all the tuple's columns as the key), a shuffle join, never a broadcast one (which
+    would collect V' to the driver). Without V' (the first view) every flag is 0. Loading
+    checks the footers of the view's files (and V''s, through ``earlier``) as a SparkCube
+    does; values are checked against their domains as they reach the driver."""
+
+    def __init__(self, paths: Sequence[Path], domains: Mapping[str, pa.Array], n_rows: int,
+                 keys: Sequence[str], earlier: SparkCube | None) -> None:
+        super().__init__(paths, domains, n_rows)
+        self.keys = tuple(keys)
+        self.earlier = earlier
+        self.domains[_SEEN] = SEEN_DOMAIN
+        self.sizes[_SEEN] = len(SEEN_DOMAIN)
+
+    def _require_unchanged(self) -> None:
+        super()._require_unchanged()
+        if self.earlier is not None:
+            self.earlier._require_unchanged()
+
+    def _frame(self) -> Any:
+        from pyspark.sql import functions as F
+
+        columns = [c for c in self.domains if c != _SEEN]
+        view = super()._frame().select(*columns)
+        if self.earlier is None:
+            return view.withColumn(_SEEN, F.lit(0).cast("tinyint"))
+        # Longer than every column name: the mark cannot clash with a column of the view.
+        matched = "_" * (1 + max(len(c) for c in columns))
+        earlier = self.earlier._frame().select(*self.keys).distinct().withColumn(
+            matched, F.lit(1))
+        return view.join(earlier.hint("merge"), list(self.keys), "left").select(
+            *columns, F.coalesce(F.col(matched), F.lit(0)).cast("tinyint").alias(_SEEN))
+
+    def code_batches(self, columns: Sequence[str]) -> Iterator[dict[str, np.ndarray]]:
+        raise TypeError("the flag of a SparkViewCube is computed in Spark: its rows are not "
+                        "read on the driver (count with histogram_where)")
+
+
+class SparkAlphaBetaRelease(AlphaBetaRelease):
+    """An alpha-beta view loaded with ``engine="spark"``: counted by a `SparkViewCube` over the
+    view and a `SparkRowsCube` over V' (Algorithms 3-5, the estimator unchanged). ``codes``
+    and ``earlier`` read the whole view and V' from the files into memory when asked for
+    (saving it again, say), checked as `load_release` checks them; counting never does."""
+
+    def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
+                 cube: SparkViewCube, earlier_cube: Cube) -> None:
+        Release.__init__(self, schema, parameters, n_rows)
+        self.domain = TupleDomain.of(schema)
+        self.rates = published_rates(parameters)
+        self._cube = cube
+        self._earlier_cube = earlier_cube
+        self._read: AlphaBetaRelease | None = None
+
+    def _prefetch(self, queries: Sequence[BoundQuery]) -> None:
+        """Count the tables of many queries in a few Spark aggregations (`ScanCube.prefetch`):
+        the view's with the flag, and V''s."""
+        self._cube.prefetch((*query.columns, _SEEN) for query in queries)
+        if isinstance(self._earlier_cube, SparkCube):
+            self._earlier_cube.prefetch(query.columns for query in queries)
+
+    def _in_memory(self) -> AlphaBetaRelease:
+        """The view read from its files, checked as `load_release` checks them."""
+        if self._read is None:
+            cube = self._cube
+            cube._require_unchanged()
+            files = {"view": cube.paths}
+            if cube.earlier is not None:
+                files["earlier"] = cube.earlier.paths
+            tables = {stem: _joined([pq.read_table(path) for path in paths])
+                      for stem, paths in files.items()}
+            self._read = AlphaBetaRelease._from_tables(self.schema, self.parameters,
+                                                       self.n_rows, tables)
+        return self._read
+
+    @property
+    def codes(self) -> dict[str, np.ndarray]:  # type: ignore[override]
+        return self._in_memory().codes
+
+    @property
+    def earlier(self) -> dict[str, np.ndarray]:  # type: ignore[override]
+        return self._in_memory().earlier
+
+
+def load_alphabeta(schema: Schema, parameters: Mapping[str, Any], n_rows: int,
+                   view_paths: Sequence[Path], earlier_paths: Sequence[Path]
+                   ) -> SparkAlphaBetaRelease:
+    """An alpha-beta view over its files (and V''s, for a view after the first), counted on
+    Spark."""
+    require_probabilities(parameters)
+    domains = {column.name: column.dictionary() for column in schema.columns}
+    earlier: SparkCube | None = None
+    earlier_cube: Cube
+    if earlier_paths:
+        n_earlier = sum(pq.read_metadata(path).num_rows for path in earlier_paths)
+        earlier = earlier_cube = SparkRowsCube(earlier_paths, domains, n_earlier)
+    else:
+        earlier_cube = Cube({c: np.empty(0, dtype=schema[c].dtype) for c in schema.names},
+                            schema.sizes(), 0)
+    cube = SparkViewCube(view_paths, domains, n_rows, TupleDomain.of(schema).columns, earlier)
+    return SparkAlphaBetaRelease(schema, parameters, n_rows, cube, earlier_cube)
