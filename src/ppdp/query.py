@@ -1764,9 +1764,16 @@ class ScanCube(Cube):
                                else np.zeros(len(counts), dtype=np.int64) for c in columns},
                               counts)
         else:
-            for codes in self.code_batches(columns):
-                self._add_classes(classes, predicates, dims, codes, None)
+            self._add_classes_of_rows(classes, predicates, dims, columns)
         return sorted(classes.items())
+
+    def _add_classes_of_rows(self, classes: dict[int, np.ndarray],
+                             predicates: Sequence[Predicate], dims: tuple[str, ...],
+                             columns: tuple[str, ...]) -> None:
+        """Add each class's counts over ``dims`` with the predicates evaluated on the rows,
+        batch by batch."""
+        for codes in self.code_batches(columns):
+            self._add_classes(classes, predicates, dims, codes, None)
 
     def _add_classes(self, classes: dict[int, np.ndarray], predicates: Sequence[Predicate],
                      dims: tuple[str, ...], codes: Mapping[str, np.ndarray],

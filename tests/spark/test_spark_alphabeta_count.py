@@ -29,7 +29,8 @@ from ppdp.io import read_table
 from ppdp.mechanisms.alphabeta import _SEEN, AlphaBeta, ViewSequence
 from ppdp.query import Cube, bind
 from ppdp.release import METADATA_FILE, file_digests, load_release, metadata_digest
-from ppdp.spark.alphabeta_count import SparkAlphaBetaRelease, SparkRowsCube, SparkViewCube
+from ppdp.spark.alphabeta_count import SparkAlphaBetaRelease, SparkViewCube
+from ppdp.spark.cube import SparkCube
 
 COLUMNS = ["age", "workclass", "education", "marital-status", "occupation", "race", "sex",
            "native-country", "salary-class"]
@@ -94,7 +95,7 @@ def test_spark_load_holds_no_rows(loaded):
         assert not counted._cube.codes
     # The first view has no V': an empty table, no file.
     assert type(first._earlier_cube) is Cube and first._earlier_cube.n_rows == 0
-    assert isinstance(second._earlier_cube, SparkRowsCube)
+    assert isinstance(second._earlier_cube, SparkCube)
     assert second._earlier_cube.n_rows > 0
 
 
@@ -125,13 +126,20 @@ def test_counts_on_spark_equal_in_memory(saved, loaded, view):
     assert counted._read is None
 
 
-def test_the_wide_condition_runs_in_spark_tasks(loaded):
-    _, counted = loaded["view2"]
+def test_the_wide_condition_runs_in_spark_tasks(loaded, monkeypatch):
+    memory, counted = loaded["view2"]
     bound = bind(WIDE, counted.schema)
     assert not counted._cube.fits((*bound.predicate.columns, _SEEN))
     assert not counted._earlier_cube.fits(tuple(bound.predicate.columns))
     with pytest.raises(TypeError, match="computed in Spark"):
         next(counted._cube.code_batches(["sex"]))
+
+    def read_on_the_driver(columns):
+        raise AssertionError("rows read on the driver")
+
+    # V''s cube (a plain SparkCube) could read its files on the driver: it does not.
+    monkeypatch.setattr(counted._earlier_cube, "code_batches", read_on_the_driver)
+    assert counted.count(WIDE).to_dict() == memory.count(WIDE).to_dict()
 
 
 def test_seen_flag_is_a_shuffle_join(loaded, capsys):

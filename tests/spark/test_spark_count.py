@@ -63,3 +63,32 @@ def test_spark_engine_checks_digests_and_refuses_data_files(adult, spark, tmp_pa
     result = CliRunner().invoke(app, ["count", "adult", "sex = 'Female'", "--engine", "spark"])
     assert result.exit_code == 2
     assert "error: --engine spark counts on a release directory" in result.output
+
+
+WIDE = [
+    # Six columns span more value combinations than a dense table may hold (MAX_CUBE_CELLS).
+    "age < 30 OR workclass = 'Self-emp-inc' OR education = 'Masters' OR "
+    "marital-status = 'Divorced' OR occupation = 'Sales' OR native-country = 'Mexico'",
+    "SELECT COUNT(*) FROM t WHERE (age < 30 OR education = 'Masters') AND NOT "
+    "(workclass = 'Private' AND native-country = 'United-States' AND race = 'White' AND "
+    "marital-status = 'Never-married') GROUP BY sex",
+]
+
+
+@pytest.mark.parametrize("name", ["dbr", "sdr"])
+def test_wide_conditions_are_evaluated_in_spark_tasks(name, spark, tmp_path, monkeypatch):
+    adult = ppdp.datasets.adult(sensitive="occupation").take(np.arange(5_000))
+    release = MECHANISMS[name]().publish(adult, random_state=5)
+    release.save(tmp_path / name)
+    on_spark = load_release(tmp_path / name, engine="spark")
+    (cube,) = (value for value in vars(on_spark).values() if isinstance(value, SparkCube))
+    assert not cube.fits(("age", "workclass", "education", "marital-status", "occupation",
+                          "native-country"))
+
+    def read_on_the_driver(columns):
+        raise AssertionError("rows read on the driver")
+
+    monkeypatch.setattr(SparkCube, "code_batches", read_on_the_driver)
+    for query in WIDE:
+        expected = release.count(query).to_dict()
+        assert on_spark.count(query).to_dict() == expected, query

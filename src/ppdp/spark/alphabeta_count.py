@@ -28,71 +28,15 @@ from ppdp.mechanisms.alphabeta import (
     published_rates,
     require_probabilities,
 )
-from ppdp.query import BoundQuery, Cube, Predicate, encode_values, flat_key
+from ppdp.query import BoundQuery, Cube
 from ppdp.release import Release, _joined
 from ppdp.spark.cube import SparkCube
-from ppdp.spark.session import SparkFailedError, failure_message
 from ppdp.table import Schema
 
 SEEN_DOMAIN = pa.array([0, 1], pa.int8())
 """The values of the flag "in V'" in code order: code 0 for tuples outside V', 1 inside."""
 
-# The columns of the counts the tasks hand on: a frame of their own, so no name can clash.
-_CELL = "cell"
-_ROWS = "rows"
-
-
-class SparkRowsCube(SparkCube):
-    """A `SparkCube` that evaluates, in Spark tasks, the conditions whose contingency table is
-    too large to count: each task runs the predicate on its batches of codes (the same numpy
-    evaluation as in memory) and counts the rows it keeps by cell of the GROUP BY columns; the
-    cells' sums, at most one per cell, reach the driver. Conditions whose table fits are
-    counted from it, as on any SparkCube."""
-
-    def histogram_where(self, predicate: Predicate, dims: Sequence[str]) -> np.ndarray:
-        """Counts over ``dims`` of the rows where ``predicate`` holds (a SparkCube's base
-        would read the files' rows on the driver when the table is too large)."""
-        dims = tuple(dims)
-        read = sorted(set(dims).union(predicate.columns))
-        if self.fits(tuple(read)) or not self.fits(dims):
-            return super().histogram_where(predicate, dims)
-        from py4j.protocol import Py4JJavaError
-        from pyspark.errors import PySparkException
-        from pyspark.sql import functions as F
-
-        domains = {c: self.domains[c] for c in read}
-        sizes = {c: self.sizes[c] for c in dims}
-
-        def count_cells(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            for batch in batches:
-                # By position: the flag's name reaches the tasks cut at its leading NUL.
-                codes = {c: encode_values(c, batch.column(i), domains[c])
-                         for i, c in enumerate(read)}
-                kept = np.asarray(predicate.evaluate(codes, batch.num_rows), dtype=bool)
-                cells = flat_key(codes, dims, sizes, kept) if dims \
-                    else np.zeros(np.count_nonzero(kept), dtype=np.int64)
-                found, counts = np.unique(cells, return_counts=True)
-                yield pa.record_batch([pa.array(found, pa.int64()),
-                                       pa.array(counts.astype(np.int64), pa.int64())],
-                                      names=[_CELL, _ROWS])
-
-        self._require_unchanged()
-        try:
-            summed = (self._frame().select(*read)
-                      .mapInArrow(count_cells, f"{_CELL} long, {_ROWS} long")
-                      .groupBy(_CELL).agg(F.sum(_ROWS).alias(_ROWS)).toArrow())
-        # Some failures (a result over spark.driver.maxResultSize) come as Java exceptions.
-        except (PySparkException, Py4JJavaError) as exc:
-            raise SparkFailedError(f"Spark failed: {failure_message(exc)}") from None
-        shape = tuple(self.sizes[c] for c in dims)
-        counts = np.zeros(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
-        # Each cell is found once: the assignment only places its sum.
-        counts[summed.column(_CELL).to_numpy(zero_copy_only=False)] = \
-            summed.column(_ROWS).to_numpy(zero_copy_only=False)
-        return counts.reshape(shape)
-
-
-class SparkViewCube(SparkRowsCube):
+class SparkViewCube(SparkCube):
     """The rows of an alpha-beta view, and the flag ``_SEEN`` (1 for a row whose tuple is in
     V', else 0; Algorithm 4), as a Cube counted on Spark.
 
@@ -131,12 +75,12 @@ class SparkViewCube(SparkRowsCube):
 
     def code_batches(self, columns: Sequence[str]) -> Iterator[dict[str, np.ndarray]]:
         raise TypeError("the flag of a SparkViewCube is computed in Spark: its rows are not "
-                        "read on the driver (count with histogram_where)")
+                        "read on the driver")
 
 
 class SparkAlphaBetaRelease(AlphaBetaRelease):
     """An alpha-beta view loaded with ``engine="spark"``: counted by a `SparkViewCube` over the
-    view and a `SparkRowsCube` over V' (Algorithms 3-5, the estimator unchanged). ``codes``
+    view and a `SparkCube` over V' (Algorithms 3-5, the estimator unchanged). ``codes``
     and ``earlier`` read the whole view and V' from the files into memory when asked for
     (saving it again, say), checked as `load_release` checks them; counting never does."""
 
@@ -190,7 +134,7 @@ def load_alphabeta(schema: Schema, parameters: Mapping[str, Any], n_rows: int,
     earlier_cube: Cube
     if earlier_paths:
         n_earlier = sum(pq.read_metadata(path).num_rows for path in earlier_paths)
-        earlier = earlier_cube = SparkRowsCube(earlier_paths, domains, n_earlier)
+        earlier = earlier_cube = SparkCube(earlier_paths, domains, n_earlier)
     else:
         earlier_cube = Cube({c: np.empty(0, dtype=schema[c].dtype) for c in schema.names},
                             schema.sizes(), 0)

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from ppdp.query import FileIdentity, ScanCube, encode_values
+from ppdp.query import FileIdentity, Predicate, ScanCube, encode_values, flat_key
 from ppdp.spark.session import SparkFailedError, failure_message, spark_session
+
+# The columns of the counts the tasks hand on: a frame of their own, so no name can clash.
+_CLASS = "class"
+_CELL = "cell"
+_ROWS = "rows"
 
 
 class SparkCube(ScanCube):
@@ -21,7 +26,64 @@ class SparkCube(ScanCube):
     Loading checks the files' footers (rows, columns, stored types) as a `ScanCube` does, but
     reads no row and keeps no summary: every table is counted by Spark, each value checked
     against its domain as it reaches the driver. Conditions, GROUP BY and `prefetch` work as
-    on a ScanCube, their tables counted this way."""
+    on a ScanCube, their tables counted this way; a condition whose table would be too large
+    is evaluated in Spark tasks (`_add_classes_of_rows`)."""
+
+    def _add_classes_of_rows(self, classes: dict[int, np.ndarray],
+                             predicates: Sequence[Predicate], dims: tuple[str, ...],
+                             columns: tuple[str, ...]) -> None:
+        """Add each class's counts over ``dims``, the predicates evaluated in Spark tasks on
+        each batch of codes (the same numpy evaluation as in memory): a task counts its rows
+        by class and cell of ``dims``, Spark adds those up, and at most a line per class and
+        cell reaches the driver."""
+        from py4j.protocol import Py4JJavaError
+        from pyspark.errors import PySparkException
+        from pyspark.sql import functions as F
+
+        read = [c for c in columns if c in self.domains]
+        domains = {c: self.domains[c] for c in read}
+        constant = [c for c in columns if c not in self.domains]
+        sizes = {c: self.sizes[c] for c in dims}
+
+        def count(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            for batch in batches:
+                n = batch.num_rows
+                # By position: a name with a NUL (alpha-beta's flag) reaches tasks cut short.
+                codes = {c: encode_values(c, batch.column(i), domains[c])
+                         for i, c in enumerate(read)}
+                codes.update({c: np.zeros(n, dtype=np.int64) for c in constant})
+                membership = np.zeros(n, dtype=np.int64)
+                for bit, predicate in enumerate(predicates):
+                    membership |= predicate.evaluate(codes, n).astype(np.int64) << bit
+                kept = membership > 0
+                cells = flat_key(codes, dims, sizes, kept) if dims \
+                    else np.zeros(np.count_nonzero(kept), dtype=np.int64)
+                found, counts = np.unique(np.stack([membership[kept], cells]), axis=1,
+                                          return_counts=True)
+                yield pa.record_batch([pa.array(found[0]), pa.array(found[1]),
+                                       pa.array(counts.astype(np.int64))],
+                                      names=[_CLASS, _CELL, _ROWS])
+
+        self._require_unchanged()
+        try:
+            summed = (self._frame().select(*read)
+                      .mapInArrow(count, f"{_CLASS} long, {_CELL} long, {_ROWS} long")
+                      .groupBy(_CLASS, _CELL).agg(F.sum(_ROWS).alias(_ROWS)).toArrow())
+        # Some failures (a result over spark.driver.maxResultSize) come as Java exceptions.
+        except (PySparkException, Py4JJavaError) as exc:
+            raise SparkFailedError(f"Spark failed: {failure_message(exc)}") from None
+        shape = tuple(self.sizes[c] for c in dims)
+        members = summed.column(_CLASS).to_numpy()
+        cells = summed.column(_CELL).to_numpy()
+        rows = summed.column(_ROWS).to_numpy()
+        for member in np.unique(members):
+            mine = members == member
+            # Each (class, cell) is found once: the assignment only places its sum.
+            counts = np.zeros(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
+            counts[cells[mine]] = rows[mine]
+            previous = classes.get(int(member))
+            counts = counts.reshape(shape)
+            classes[int(member)] = counts if previous is None else previous + counts
 
     def _check(self, digests: Mapping[FileIdentity, str] | None,
                row_counts: pa.Table | None) -> None:
