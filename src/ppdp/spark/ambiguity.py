@@ -162,27 +162,32 @@ class SparkAmbiguityRelease(AmbiguityRelease):
                         raise ValueError(f"{stem} lacks its integer column {column!r}")
             lines = sum(pq.read_metadata(path).num_rows for path in files)
             self._cubes[stem] = SparkCube(files, {name: self._factors.domains[name]}, lines)
+        self._frame = self._gathered()
         self._check_groups()
 
-    def _groups(self) -> Any:
+    def _gathered(self) -> Any:
         """One row per group id: the group's lines of every table (the table's position, its
         column's value and, for ST, the frequency) collected in one list by one aggregation
-        over the tables' union; the tables' files unchanged since loading."""
+        over the tables' union. (Planned once: a plan reads the files at each job.)"""
         from pyspark.sql import functions as F
 
         spark = spark_session()
         columns = self._factors.columns()
         union = None
         for table, (stem, name) in enumerate(zip(self._cubes, columns, strict=True)):
-            cube = self._cubes[stem]
-            cube._require_unchanged()
             kept = [GROUP_COLUMN, name] + ([FREQUENCY_COLUMN] if stem == ST else [])
-            lines = spark.read.parquet(*cube.paths).select(
+            lines = spark.read.parquet(*self._cubes[stem].paths).select(
                 *kept, F.lit(table).cast("int").alias(_TABLE))
             union = lines if union is None else union.unionByName(
                 lines, allowMissingColumns=True)
         return union.groupBy(GROUP_COLUMN).agg(F.collect_list(F.struct(
             _TABLE, *columns, FREQUENCY_COLUMN)).alias(_LINES))
+
+    def _groups(self) -> Any:
+        """`_gathered`'s groups, the tables' files unchanged since loading."""
+        for cube in self._cubes.values():
+            cube._require_unchanged()
+        return self._frame
 
     def _check_groups(self) -> None:
         """The in-memory load's checks of the tables, in Spark tasks over the groups

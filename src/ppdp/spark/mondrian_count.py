@@ -99,13 +99,15 @@ class SparkCountedMondrianRelease(MondrianRelease):
             self.generalized, labels,
             {name: self.generalized[name].matrix(sizes[name]) for name in self.quasi},
             self.sensitive, schema[self.sensitive].dictionary(), sizes)
+        # Planned once: a plan reads the files at each job.
+        self._rows_frame = spark_session().read.parquet(*self._spark_cube.paths).select(
+            *self.quasi, self.sensitive)
         self._check_rows()
 
     def _frame(self) -> Any:
         """The published rows as a Spark DataFrame (their files unchanged since loading)."""
         self._spark_cube._require_unchanged()
-        return spark_session().read.parquet(*self._spark_cube.paths).select(
-            *self.quasi, self.sensitive)
+        return self._rows_frame
 
     def _check_rows(self) -> None:
         """Refuse labels without a cover and sensitive values outside the domain: the rows
