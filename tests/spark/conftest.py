@@ -61,3 +61,23 @@ def adult_values() -> Any:
         return table if rows is None else table.slice(0, rows)
 
     return read
+
+
+@pytest.fixture
+def collected(spark: Any, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of rows of every result brought to the driver by ``toArrow`` or ``collect``
+    (which ``first`` and ``take`` call)."""
+    frames = type(spark.range(1))
+    sizes: list[int] = []
+
+    def counting(method: Any) -> Any:
+        def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+            result = method(self, *args, **kwargs)
+            sizes.append(len(result))
+            return result
+
+        return counted
+
+    for name in ("toArrow", "collect"):
+        monkeypatch.setattr(frames, name, counting(getattr(frames, name)))
+    return sizes

@@ -15,7 +15,8 @@ assumption inside each group, not sampling noise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -223,6 +224,20 @@ class AmbiguityRelease(Release):
                                  self.sensitive: st.column(self.sensitive),
                                  FREQUENCY_COLUMN: counts})
         return tables
+
+    @classmethod
+    def scanned_on_spark(cls, stems: Iterable[str]) -> frozenset[str]:
+        return frozenset(stems)
+
+    @classmethod
+    def _from_files(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
+                    tables: Mapping[str, pa.Table], scans: Mapping[str, Sequence[Path]]
+                    ) -> AmbiguityRelease:
+        """Loaded with ``engine="spark"``: AT_1..AT_m and ST stay in their files, every count
+        a Spark job (`ppdp.spark.ambiguity`)."""
+        from ppdp.spark.ambiguity import SparkAmbiguityRelease
+
+        return SparkAmbiguityRelease(schema, parameters, n_rows, scans)
 
     @classmethod
     def _from_tables(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,

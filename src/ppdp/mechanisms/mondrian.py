@@ -1393,24 +1393,7 @@ class MondrianRelease(Release):
         """Class of every published row (a distinct combination of labels), each class's
         node per quasi-identifier, and the number of classes."""
         if self._class_cache is None:
-            key = np.zeros(self.n_rows, dtype=np.int64)
-            bound = 1
-            for name in self.quasi:
-                n_nodes = self.generalized[name].n_nodes
-                if bound * n_nodes >= 2**62:
-                    # Renumbering keeps the combined key below n_rows (it costs a sort).
-                    key = np.unique(key, return_inverse=True)[1].reshape(-1)
-                    bound = int(key.max()) + 1 if self.n_rows else 1
-                key = key * n_nodes + self.rows[name]
-                bound *= n_nodes
-            key = np.unique(key, return_inverse=True)[1].reshape(-1)
-            n_classes = int(key.max()) + 1 if self.n_rows else 0
-            nodes = {}
-            for name in self.quasi:
-                node = np.zeros(n_classes, dtype=np.int64)
-                node[key] = self.rows[name]
-                nodes[name] = node
-            self._class_cache = (key, nodes, n_classes)
+            self._class_cache = classes_of_rows(self.generalized, self.rows, self.n_rows)
         return self._class_cache
 
     def k_anonymity(self) -> int:
@@ -1536,18 +1519,12 @@ class MondrianRelease(Release):
     def _estimator(self) -> GroupProduct:
         # Built on the first query, not at publishing time.
         if self._product is None:
-            import scipy.sparse as sp
-
             from ppdp.mechanisms.group_product import GroupProduct
 
-            key, nodes, n_classes = self._classes
             sizes = self.schema.sizes()
-            factors = {name: sp.csr_array(self.generalized[name].matrix(sizes[name])[nodes[name]])
-                       for name in self.quasi}
-            counts = sp.coo_array((np.ones(self.n_rows), (key, self.sensitive_codes)),
-                                  shape=(n_classes, sizes[self.sensitive]))
-            factors[self.sensitive] = sp.csr_array(counts.tocsr())
-            self._product = GroupProduct(factors, sizes)
+            matrices = {name: self.generalized[name].matrix(sizes[name]) for name in self.quasi}
+            self._product = GroupProduct(class_factors(
+                matrices, self._classes, self.sensitive, self.sensitive_codes, sizes), sizes)
         return self._product
 
     def _estimate(self, queries: Sequence[BoundQuery]
@@ -1564,31 +1541,100 @@ class MondrianRelease(Release):
                 **_cover_tables(self.schema, self.generalized)}
 
     @classmethod
+    def scanned_on_spark(cls, stems: Iterable[str]) -> frozenset[str]:
+        return frozenset({ROWS})
+
+    @classmethod
+    def _from_files(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
+                    tables: Mapping[str, pa.Table], scans: Mapping[str, Sequence[Path]]
+                    ) -> MondrianRelease:
+        """Loaded with ``engine="spark"``: the rows stay in their files, every count a Spark
+        job; the covers are read (`ppdp.spark.mondrian_count`)."""
+        from ppdp.spark.mondrian_count import load_mondrian
+
+        return load_mondrian(schema, parameters, n_rows, tables, scans[ROWS])
+
+    @classmethod
     def _from_tables(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
                      tables: Mapping[str, pa.Table]) -> MondrianRelease:
         (sensitive,) = schema.sensitive
-        quasi = schema.quasi_identifiers
-        hierarchies = parameters.get("hierarchies", [])
-        if not isinstance(hierarchies, list) or not set(hierarchies) <= set(quasi):
-            raise ValueError("parameter 'hierarchies' must list quasi-identifiers")
+        generalized = read_generalized(schema, parameters, tables)
         rows_table = tables[ROWS]
         if rows_table.num_rows != n_rows:
             raise ValueError(f"expected {n_rows} rows, found {rows_table.num_rows}")
-        generalized, rows = {}, {}
-        for position, name in enumerate(quasi):
-            generalized[name] = _read_covers(schema[name], tables[cover_file(position)])
+        rows = {}
+        for name in schema.quasi_identifiers:
             if name not in rows_table.column_names:
                 raise ValueError(f"column {name!r} is missing")
             labels = pa.array(list(generalized[name].labels), pa.string())
-            found = pc.index_in(_plain(rows_table.column(name), pa.string()), value_set=labels)
-            if found.null_count:
-                missing = pc.unique(pc.filter(_plain(rows_table.column(name), pa.string()),
-                                              pc.is_null(found))).to_pylist()[:5]
-                raise ValueError(f"labels of {name!r} without a cover: {missing}")
-            rows[name] = found.to_numpy(zero_copy_only=False).astype(np.int32)
+            rows[name] = label_nodes(name, rows_table.column(name), labels)
         codes = rows_from_arrow(schema.select([sensitive]), rows_table.select([sensitive]),
                                 n_rows)[sensitive]
         return cls(schema, parameters, n_rows, generalized, rows, codes)
+
+
+def read_generalized(schema: Schema, parameters: Mapping[str, Any],
+                     tables: Mapping[str, pa.Table]) -> dict[str, Generalized]:
+    """Every quasi-identifier's generalized values, from its cover table, checked."""
+    quasi = schema.quasi_identifiers
+    hierarchies = parameters.get("hierarchies", [])
+    if not isinstance(hierarchies, list) or not set(hierarchies) <= set(quasi):
+        raise ValueError("parameter 'hierarchies' must list quasi-identifiers")
+    return {name: _read_covers(schema[name], tables[cover_file(position)])
+            for position, name in enumerate(quasi)}
+
+
+def classes_of_rows(generalized: Mapping[str, Generalized], rows: Mapping[str, np.ndarray],
+                    n_rows: int) -> tuple[np.ndarray, dict[str, np.ndarray], int]:
+    """The class of every published row (its distinct combination of generalized values, one
+    node per quasi-identifier in ``rows``), each class's node per quasi-identifier, and the
+    number of classes."""
+    key = np.zeros(n_rows, dtype=np.int64)
+    bound = 1
+    for name in rows:
+        n_nodes = generalized[name].n_nodes
+        if bound * n_nodes >= 2**62:
+            # Renumbering keeps the combined key below n_rows (it costs a sort).
+            key = np.unique(key, return_inverse=True)[1].reshape(-1)
+            bound = int(key.max()) + 1 if n_rows else 1
+        key = key * n_nodes + rows[name]
+        bound *= n_nodes
+    key = np.unique(key, return_inverse=True)[1].reshape(-1)
+    n_classes = int(key.max()) + 1 if n_rows else 0
+    nodes = {}
+    for name in rows:
+        node = np.zeros(n_classes, dtype=np.int64)
+        node[key] = rows[name]
+        nodes[name] = node
+    return key, nodes, n_classes
+
+
+def class_factors(matrices: Mapping[str, sp.csr_array],
+                  classes: tuple[np.ndarray, dict[str, np.ndarray], int], sensitive: str,
+                  sensitive_codes: np.ndarray, sizes: Mapping[str, int]
+                  ) -> dict[str, sp.csr_array]:
+    """The `GroupProduct` factors of classes (`classes_of_rows`): per quasi-identifier, each
+    class's row of its node in ``matrices`` (`Generalized.matrix`, uniform over the cover);
+    for the sensitive column, each class's counts of its rows' values."""
+    import scipy.sparse as sp
+
+    key, nodes, n_classes = classes
+    factors = {name: sp.csr_array(matrix[nodes[name]]) for name, matrix in matrices.items()}
+    counts = sp.coo_array((np.ones(len(key)), (key, sensitive_codes)),
+                          shape=(n_classes, sizes[sensitive]))
+    factors[sensitive] = sp.csr_array(counts.tocsr())
+    return factors
+
+
+def label_nodes(name: str, column: pa.ChunkedArray | pa.Array, labels: pa.Array) -> np.ndarray:
+    """The node of each published label of a quasi-identifier (its position in ``labels``),
+    refusing a label without a cover."""
+    plain = _plain(column, pa.string())
+    found = pc.index_in(plain, value_set=labels)
+    if found.null_count:
+        missing = pc.unique(pc.filter(plain, pc.is_null(found))).to_pylist()[:5]
+        raise ValueError(f"labels of {name!r} without a cover: {missing}")
+    return found.to_numpy(zero_copy_only=False).astype(np.int32)
 
 
 def _rows_table(schema: Schema, generalized: Mapping[str, Generalized],

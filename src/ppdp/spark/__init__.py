@@ -12,7 +12,10 @@ Modules: `session` (starting Spark, reading Parquet with row ids), `source` (a D
 block), `mondrian` (Mondrian: top levels as aggregations, then in memory), `alphabeta`
 (alpha-beta views, the earlier views a Spark table), `cube` (counting a saved release),
 `anatomy` (counting a saved Anatomy release, its QIT and ST left in their files),
-`alphabeta_count` (counting a saved alpha-beta view, its tuples and V' left in their files).
+`alphabeta_count` (counting a saved alpha-beta view, its tuples and V' left in their files),
+`group_product` (counting a release of groups batch by batch with the in-memory estimator),
+`mondrian_count` and `ambiguity` (counting a saved Mondrian or ambiguity release, its rows or
+tables left in their files).
 """
 
 from __future__ import annotations
