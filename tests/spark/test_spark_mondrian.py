@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -22,6 +21,7 @@ from ppdp.mechanisms.mondrian import Mondrian
 from ppdp.release import load_release
 from ppdp.spark import SparkMondrianRelease, SparkSource, read_parquet
 from ppdp.spark.mondrian import publish_mondrian
+from tests.spark.test_spark_rows import release_files
 
 COLUMNS = ["age", "sex", "race", "salary-class", "workclass", "occupation"]
 N_ROWS = 4_000
@@ -53,30 +53,6 @@ def input_folder(adult_rows, tmp_path_factory) -> Path:
     pq.write_table(adult_rows.slice(0, 1_500), folder / "a.parquet", row_group_size=600)
     pq.write_table(adult_rows.slice(1_500), folder / "b.parquet", row_group_size=600)
     return folder
-
-
-@pytest.fixture
-def collected(spark, monkeypatch) -> list[int]:
-    """The number of rows of every result brought to the driver by ``toArrow`` or ``collect``
-    (which ``first`` and ``take`` call)."""
-    frames = type(spark.range(1))
-    sizes: list[int] = []
-
-    def counting(method: Any) -> Any:
-        def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
-            result = method(self, *args, **kwargs)
-            sizes.append(len(result))
-            return result
-
-        return counted
-
-    for name in ("toArrow", "collect"):
-        monkeypatch.setattr(frames, name, counting(getattr(frames, name)))
-    return sizes
-
-
-def release_files(directory: Path) -> dict[str, bytes]:
-    return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
 
 
 def spark_release(spark, folder: Path, mechanism: Mondrian, domains: dict, partitions: int,

@@ -29,8 +29,8 @@ from ppdp.mechanisms.alphabeta import (
     require_probabilities,
 )
 from ppdp.query import BoundQuery, Cube
-from ppdp.release import Release, _joined
-from ppdp.spark.cube import SparkCube
+from ppdp.release import Release
+from ppdp.spark.cube import SparkCube, read_whole
 from ppdp.table import Schema
 
 SEEN_DOMAIN = pa.array([0, 1], pa.int8())
@@ -104,14 +104,11 @@ class SparkAlphaBetaRelease(AlphaBetaRelease):
         """The view read from its files, checked as `load_release` checks them."""
         if self._read is None:
             cube = self._cube
-            cube._require_unchanged()
-            files = {"view": cube.paths}
+            cubes: dict[str, SparkCube] = {"view": cube}
             if cube.earlier is not None:
-                files["earlier"] = cube.earlier.paths
-            tables = {stem: _joined([pq.read_table(path) for path in paths])
-                      for stem, paths in files.items()}
+                cubes["earlier"] = cube.earlier
             self._read = AlphaBetaRelease._from_tables(self.schema, self.parameters,
-                                                       self.n_rows, tables)
+                                                       self.n_rows, read_whole(cubes))
         return self._read
 
     @property

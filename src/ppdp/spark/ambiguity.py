@@ -26,8 +26,8 @@ import pyarrow.parquet as pq
 from ppdp.blocks import GROUP_COLUMN
 from ppdp.mechanisms.ambiguity import FREQUENCY_COLUMN, AmbiguityRelease
 from ppdp.query import BoundQuery, encode_values
-from ppdp.release import Release, _joined
-from ppdp.spark.cube import SparkCube
+from ppdp.release import Release
+from ppdp.spark.cube import SparkCube, read_whole
 from ppdp.spark.group_product import estimate_on_spark
 from ppdp.spark.session import SparkFailedError, failure_message, spark_session
 from ppdp.table import Schema
@@ -225,12 +225,8 @@ class SparkAmbiguityRelease(AmbiguityRelease):
     def _in_memory(self) -> AmbiguityRelease:
         """The release read from its files, checked as `load_release` checks them."""
         if self._read is None:
-            tables = {}
-            for stem, cube in self._cubes.items():
-                cube._require_unchanged()
-                tables[stem] = _joined([pq.read_table(path) for path in cube.paths])
             self._read = AmbiguityRelease._from_tables(self.schema, self.parameters,
-                                                       self.n_rows, tables)
+                                                       self.n_rows, read_whole(self._cubes))
         return self._read
 
     @property

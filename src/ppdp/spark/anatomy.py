@@ -24,8 +24,8 @@ from ppdp.blocks import GROUP_COLUMN
 from ppdp.errors import QueryError
 from ppdp.mechanisms.anatomy import AnatomyRelease
 from ppdp.query import Predicate, encode_values, flat_key
-from ppdp.release import Release, _joined
-from ppdp.spark.cube import SparkCube
+from ppdp.release import Release
+from ppdp.spark.cube import SparkCube, read_whole
 from ppdp.spark.session import SparkFailedError, failure_message, spark_session
 from ppdp.table import Schema
 
@@ -233,11 +233,9 @@ class SparkAnatomyRelease(AnatomyRelease):
         """The release read from its files, checked as `load_release` checks them."""
         if self._read is None:
             cube = self._spark_cube
-            cube._require_unchanged()
-            tables = {stem: _joined([pq.read_table(path) for path in paths])
-                      for stem, paths in (("qit", cube.paths), ("st", cube._st.paths))}
-            self._read = AnatomyRelease._from_tables(self.schema, self.parameters,
-                                                     self.n_rows, tables)
+            self._read = AnatomyRelease._from_tables(
+                self.schema, self.parameters, self.n_rows,
+                read_whole({"qit": cube, "st": cube._st}))
         return self._read
 
     @property

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ppdp.query import FileIdentity, Predicate, ScanCube, encode_values, flat_key
 from ppdp.spark.session import SparkFailedError, failure_message, spark_session
@@ -115,3 +116,15 @@ class SparkCube(ScanCube):
         except PySparkException as exc:
             raise SparkFailedError(f"Spark failed: {failure_message(exc)}") from None
         return results
+
+
+def read_whole(cubes: Mapping[str, ScanCube]) -> dict[str, pa.Table]:
+    """The tables of a release loaded on Spark, by stem, read whole into memory from the files
+    of their cubes (each refused if replaced since loading): for whoever needs every row."""
+    from ppdp.release import _joined
+
+    tables = {}
+    for stem, cube in cubes.items():
+        cube._require_unchanged()
+        tables[stem] = _joined([pq.read_table(path) for path in cube.paths])
+    return tables

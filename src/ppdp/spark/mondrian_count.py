@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ppdp.mechanisms.mondrian import (
     ROWS,
@@ -34,8 +33,8 @@ from ppdp.mechanisms.mondrian import (
     require_diversity,
 )
 from ppdp.query import BoundQuery, encode_values
-from ppdp.release import Release, _joined
-from ppdp.spark.cube import SparkCube
+from ppdp.release import Release
+from ppdp.spark.cube import SparkCube, read_whole
 from ppdp.spark.group_product import estimate_on_spark
 from ppdp.spark.session import SparkFailedError, failure_message, spark_session
 from ppdp.table import Schema
@@ -139,10 +138,9 @@ class SparkCountedMondrianRelease(MondrianRelease):
     def _in_memory(self) -> MondrianRelease:
         """The release read from its files, checked as `load_release` checks them."""
         if self._read is None:
-            self._spark_cube._require_unchanged()
-            rows = _joined([pq.read_table(path) for path in self._spark_cube.paths])
             self._read = MondrianRelease._from_tables(
-                self.schema, self.parameters, self.n_rows, {**self._covers, ROWS: rows})
+                self.schema, self.parameters, self.n_rows,
+                {**self._covers, **read_whole({ROWS: self._spark_cube})})
         return self._read
 
     @property
