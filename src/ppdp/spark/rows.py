@@ -14,7 +14,8 @@ Spark doing the work over the rows:
    same runs, each task taking its runs into a copy of the pass; the histograms the copies
    took in are added up by a Spark aggregation and, with the rows they collected, merged
    into the pass on the driver: the summary one pass over all the rows in order builds;
-4. saving exchanges the published rows by part (``part_of`` their keyed rank), sorts each
+4. saving exchanges the published rows by part (``part_of`` their keyed rank; packed, a
+   part's rows of a batch as one binary value, `_packed`), one part a task, sorts each
    part by (rank, row id) and writes it with `ppdp.release.write_parquet` on the executor
    that holds it: the same bytes as the other executors write; the digests and the counts of
    the distinct rows (`ppdp.row_counts`) come back to the driver, which writes
@@ -47,7 +48,7 @@ from ppdp.release import (
 )
 from ppdp.row_counts import RowCounter
 from ppdp.spark.saved import SavedTables
-from ppdp.spark.session import ROW_ID, in_arrow_batches
+from ppdp.spark.session import ARROW_BATCH_ROWS, ROW_ID, in_arrow_batches
 from ppdp.spark.source import (
     Run,
     SparkSource,
@@ -71,13 +72,14 @@ class SparkRelease(SavedTables):
     """A row-local mechanism's release whose rows are a Spark DataFrame (not yet written)."""
 
     def __init__(self, plan: RowPlan, source: SparkSource, published: Any,
-                 dtypes: Mapping[str, np.dtype]) -> None:
+                 dtypes: Mapping[str, np.dtype], packed: pa.Schema) -> None:
         self.mechanism = plan.mechanism
         self.schema = plan.schema
         self.parameters = plan.parameters
         self.n_rows = source.n_rows
         self.source = source
         self._plan, self._published, self._dtypes = plan, published, dtypes
+        self._packed = packed
 
     def __repr__(self) -> str:
         return f"SparkRelease({self.mechanism!r}, n_rows={self.n_rows})"
@@ -85,10 +87,10 @@ class SparkRelease(SavedTables):
     @property
     def rows(self) -> Any:
         """The published rows as values (a Spark DataFrame; release order is fixed by save)."""
-        schema, extra = self.schema, self._plan.extra
+        schema, extra, packed = self.schema, self._plan.extra, self._packed
 
         def values(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            for batch in batches:
+            for batch in _unpacked(batches, packed):
                 table = rows_to_arrow(schema, {c.name: batch.column(c.name).to_numpy()
                                                .astype(c.dtype) for c in schema.columns},
                                       {name: batch.column(name).to_numpy().astype(np.int64)
@@ -104,7 +106,7 @@ class SparkRelease(SavedTables):
                                                 for f, column in zip(sample.schema,
                                                                      sample.columns,
                                                                      strict=True)]))
-        return self._published.select(*schema.names, *extra).mapInArrow(values, spark_schema)
+        return self._published.mapInArrow(values, spark_schema)
 
     @in_arrow_batches
     def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
@@ -118,13 +120,13 @@ class SparkRelease(SavedTables):
         plan, n_rows = self._plan, self.n_rows
         parts = part_count(n_rows)
         names = part_names("rows", parts)
-        schema, extra, dtypes = plan.schema, plan.extra, self._dtypes
+        schema, extra, dtypes, packed = plan.schema, plan.extra, self._dtypes, self._packed
         with staged_directory(target) as staging:
             where = str(staging)
 
             def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
                 counter = RowCounter()
-                for index, part in _by_part(batches):
+                for index, part in _by_part(_unpacked(batches, packed)):
                     codes = {c.name: part.column(c.name).to_numpy().astype(c.dtype)
                              for c in schema.columns}
                     table = rows_to_arrow(schema, codes,
@@ -138,7 +140,7 @@ class SparkRelease(SavedTables):
                                             pa.binary())})
 
             written = (self._published
-                       .repartition(parts, _PART)
+                       .repartitionById(parts, _PART)
                        .mapInArrow(write, "part int, digest string, counted binary")
                        .toArrow().sort_by("part"))
             found = dict(zip(written.column("part").to_pylist(),
@@ -181,9 +183,9 @@ def publish_rows(mechanism: Mechanism, source: SparkSource, key: int) -> SparkRe
 
 
 def _published(plan: RowPlan, source: SparkSource, ranks: KeyedStream
-               ) -> tuple[Any, dict[str, np.dtype]]:
-    """The published rows as codes (with rank, row id and part), lazily, and the numpy type
-    of each published column."""
+               ) -> tuple[Any, dict[str, np.dtype], pa.Schema]:
+    """The published rows as codes (with rank, row id and part) packed by part (`_packed`),
+    lazily; the numpy type of each published column; the schema of the packed rows."""
     inputs = [source.schema[name] for name in plan.input_columns]
     # The kernel on no rows gives the published columns' types (Spark's are signed).
     empty = plan.kernel({c.name: np.zeros(0, c.dtype) for c in inputs}, 0)
@@ -202,14 +204,66 @@ def _published(plan: RowPlan, source: SparkSource, ranks: KeyedStream
             drawn = ranks.raw(start, len(ids))
             yield pa.record_batch({
                 **{name: pa.array(rows[name].astype(kinds[name][0])) for name in outputs},
-                # Signed, with the top bit flipped: Spark sorts it as the unsigned rank.
+                # Signed, with the top bit flipped, as the other executors of ppdp's Spark
+                # backend carry ranks (`_by_part`).
                 _RANK: pa.array((drawn ^ _TOP_BIT).view(np.int64)),
                 ROW_ID: pa.array(ids),
                 _PART: pa.array(part_of(drawn, parts).astype(np.int32))})
 
-    spark_schema = ", ".join([*(f"`{name}` {kinds[name][1]}" for name in outputs),
-                              f"{_RANK} long", f"{ROW_ID} long", f"{_PART} int"])
-    return source.map_runs(inputs, publish_runs, spark_schema), dtypes
+    schema = pa.schema([*(pa.field(name, pa.from_numpy_dtype(kinds[name][0]))
+                          for name in outputs),
+                        pa.field(_RANK, pa.int64()), pa.field(ROW_ID, pa.int64()),
+                        pa.field(_PART, pa.int32())])
+
+    def publish_packed(runs: Iterator[Run]) -> Iterator[pa.RecordBatch]:
+        return _packed(publish_runs(runs))
+
+    return source.map_runs(inputs, publish_packed, f"{_PART} int, {_PACKED} binary"), dtypes, \
+        schema
+
+
+_PACKED = "__packed"
+
+
+def _packed(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Published rows packed for the exchange by part: of every `ARROW_BATCH_ROWS` rows or so,
+    the rows of each part as one Arrow IPC message, a binary value beside its part.
+
+    Spark then moves a few large values, not every row: a row of Spark's own format costs a
+    conversion from Arrow and back, which took most of a row-local save (measured in the
+    README's "On Spark")."""
+    pending: list[pa.RecordBatch] = []
+    held = 0
+
+    def flush() -> pa.RecordBatch:
+        rows = pa.concat_batches(pending)
+        part = rows.column(_PART).to_numpy()
+        order = np.argsort(part, kind="stable")
+        bounds = np.concatenate([[0], np.flatnonzero(np.diff(part[order])) + 1, [len(part)]])
+        moved = rows.take(pa.array(order))
+        starts = bounds[:-1].tolist()
+        return pa.record_batch({
+            _PART: pa.array(part[order[starts]].astype(np.int32)),
+            _PACKED: pa.array([moved.slice(first, end - first).serialize().to_pybytes()
+                               for first, end in itertools.pairwise(bounds.tolist())],
+                              pa.binary())})
+
+    for batch in batches:
+        pending.append(batch)
+        held += batch.num_rows
+        if held >= ARROW_BATCH_ROWS:
+            yield flush()
+            pending, held = [], 0
+    if held:
+        yield flush()
+
+
+def _unpacked(batches: Iterator[pa.RecordBatch], schema: pa.Schema
+              ) -> Iterator[pa.RecordBatch]:
+    """The published rows `_packed` packed, a batch a packed value."""
+    for batch in batches:
+        for value in batch.column(_PACKED):
+            yield pa.ipc.read_record_batch(value.as_buffer(), schema)
 
 
 def _by_part(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, pa.Table]]:
