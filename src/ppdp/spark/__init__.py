@@ -8,14 +8,15 @@ encodes the partition a row lands in. The release key stays on the driver: the t
 only keys derived from it through BLAKE2b (`ppdp.keyed.stream_key`).
 
 Modules: `session` (starting Spark, reading Parquet with row ids), `source` (a DataFrame as a
-`ppdp.sources.Source`; `read_parquet`'s files read by the tasks themselves), `rows` (row-local mechanisms), `blocks` (group mechanisms, block by
-block), `mondrian` (Mondrian: top levels as aggregations, then in memory), `alphabeta`
-(alpha-beta views, the earlier views a Spark table), `cube` (counting a saved release),
-`anatomy` (counting a saved Anatomy release, its QIT and ST left in their files),
-`alphabeta_count` (counting a saved alpha-beta view, its tuples and V' left in their files),
-`group_product` (counting a release of groups batch by batch with the in-memory estimator),
-`mondrian_count` and `ambiguity` (counting a saved Mondrian or ambiguity release, its rows or
-tables left in their files), `saved` (a saved Spark release's tables as DataFrames).
+`ppdp.sources.Source`; `read_parquet`'s files read by the tasks themselves), `rows` (row-local
+mechanisms), `blocks` (group mechanisms, block by block), `mondrian` (Mondrian: top levels as
+aggregations, then in memory), `alphabeta` (alpha-beta views, the earlier views a Spark table),
+`cube` (counting a saved release), `anatomy` (counting a saved Anatomy release, its QIT and ST
+left in their files), `alphabeta_count` (counting a saved alpha-beta view, its tuples and V'
+left in their files), `group_product` (counting a release of groups batch by batch with the
+in-memory estimator), `mondrian_count` and `ambiguity` (counting a saved Mondrian or ambiguity
+release, its rows or tables left in their files), `saved` (a saved Spark release's tables as
+DataFrames).
 """
 
 from __future__ import annotations
