@@ -143,7 +143,8 @@ def read_parquet(spark: Any, path: str | os.PathLike[str]) -> Any:
     in-memory executor reads (the files concatenated in name order).
 
     The rows before each file come from the files' footers when pyarrow can open the files
-    (the local filesystem, HDFS, S3, GCS), else from a Spark job counting each file's rows.
+    (pyarrow's filesystems: ``file:``, ``hdfs:``, ``s3:``, ``gs:``), else from a Spark job
+    counting each file's rows.
     The DataFrame returned is then remembered with its files (`parquet_files`): publishing it
     as it is, ppdp's tasks read its row groups with pyarrow instead of taking Spark's rows."""
     from pyspark.sql import functions as F
