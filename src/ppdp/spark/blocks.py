@@ -64,7 +64,7 @@ from ppdp.release import (
     write_row_counts,
 )
 from ppdp.row_counts import RowCounter
-from ppdp.spark.rows import _PART, _grouped
+from ppdp.spark.rows import _PART, PACKED_SCHEMA, _grouped, _packed, _unpacked
 from ppdp.spark.saved import SavedTables
 from ppdp.spark.session import ROW_ID, in_arrow_batches
 from ppdp.spark.source import Run, SparkSource, _run_passes, _signed
@@ -161,8 +161,16 @@ class SparkGroupRelease(SavedTables):
                     ROW_ID: pa.array(ids),
                     _PART: pa.array(label(start, codes).astype(np.int32))})
 
+        # The labelled rows cross the exchange packed, as the row-local mechanisms' do.
+        packed = pa.schema([*(pa.field(c.name, pa.from_numpy_dtype(kinds[c.name][0]))
+                              for c in columns),
+                            pa.field(ROW_ID, pa.int64()), pa.field(_PART, pa.int32())])
+
+        def labelled_packed(runs: Iterator[Run]) -> Iterator[pa.RecordBatch]:
+            return _packed(labelled(runs))
+
         def published(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            for block, rows in _in_row_id_order(batches):
+            for block, rows in _in_row_id_order(_unpacked(batches, packed)):
                 table = Table(schema, {c.name: rows.column(c.name).to_numpy().astype(c.dtype)
                                        for c in columns})
                 del rows
@@ -171,9 +179,7 @@ class SparkGroupRelease(SavedTables):
                 del table
                 yield _written(release, block, n_blocks, Path(where))
 
-        label_schema = ", ".join([*(f"`{c.name}` {kinds[c.name][1]}" for c in columns),
-                                  f"{ROW_ID} long", f"{_PART} int"])
-        return (self.source.map_runs(columns, labelled, label_schema)
+        return (self.source.map_runs(columns, labelled_packed, PACKED_SCHEMA)
                 .repartitionById(n_blocks, _PART)
                 .mapInArrow(published, _WRITTEN))
 

@@ -218,11 +218,12 @@ def _published(plan: RowPlan, source: SparkSource, ranks: KeyedStream
     def publish_packed(runs: Iterator[Run]) -> Iterator[pa.RecordBatch]:
         return _packed(publish_runs(runs))
 
-    return source.map_runs(inputs, publish_packed, f"{_PART} int, {_PACKED} binary"), dtypes, \
-        schema
+    return source.map_runs(inputs, publish_packed, PACKED_SCHEMA), dtypes, schema
 
 
 _PACKED = "__packed"
+PACKED_SCHEMA = f"{_PART} int, {_PACKED} binary"
+"""The Spark schema of rows `_packed` packed."""
 
 
 def _packed(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
