@@ -3,6 +3,7 @@ result size limit small enough that collecting rows to the driver fails."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 from collections.abc import Iterator
@@ -61,6 +62,23 @@ def adult_values() -> Any:
         return table if rows is None else table.slice(0, rows)
 
     return read
+
+
+@pytest.fixture(scope="session")
+def parquet_parts() -> Any:
+    """Writes rows into a folder as consecutive Parquet files ``part-0.parquet``, ... (rows in
+    name order), cut before each of ``cuts``, in row groups of ``row_group_size`` rows."""
+    import pyarrow.parquet as pq
+
+    def write(rows: Any, folder: Any, cuts: list[int], row_group_size: int | None = None
+              ) -> Any:
+        bounds = [0, *cuts, rows.num_rows]
+        for index, (start, end) in enumerate(itertools.pairwise(bounds)):
+            pq.write_table(rows.slice(start, end - start), folder / f"part-{index}.parquet",
+                           row_group_size=row_group_size)
+        return folder
+
+    return write
 
 
 @pytest.fixture

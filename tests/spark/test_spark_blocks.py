@@ -59,12 +59,9 @@ def table(adult_rows, domains) -> Table:
 
 
 @pytest.fixture(scope="module")
-def input_folder(adult_rows, tmp_path_factory) -> Path:
+def input_folder(adult_rows, tmp_path_factory, parquet_parts) -> Path:
     """The rows in two Parquet files of unequal sizes (rows in name order)."""
-    folder = tmp_path_factory.mktemp("adult-parts")
-    pq.write_table(adult_rows.slice(0, 1_700), folder / "a.parquet", row_group_size=600)
-    pq.write_table(adult_rows.slice(1_700), folder / "b.parquet", row_group_size=600)
-    return folder
+    return parquet_parts(adult_rows, tmp_path_factory.mktemp("adult-parts"), [1_700], 600)
 
 
 @pytest.fixture(scope="module")

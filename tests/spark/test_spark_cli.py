@@ -29,7 +29,8 @@ def release_files(directory: Path) -> dict[str, bytes]:
     ("sdr", ["-p", "rho1=0.077", "-p", "rho2=0.2"],
      lambda: PerturbationPartitioning(rho1=0.077, rho2=0.2)),
 ])
-def test_publish_on_spark_equals_in_memory(name, options, mechanism, spark, tmp_path):
+def test_publish_on_spark_equals_in_memory(name, options, mechanism, spark, tmp_path,
+                                           parquet_parts):
     with resources.as_file(resources.files(ppdp.datasets) / "adult.parquet") as path:
         rows = pq.read_table(path, columns=COLUMNS).slice(0, 5_000)
     with resources.as_file(resources.files(ppdp.datasets) / "adult.domains.json") as path:
@@ -39,8 +40,7 @@ def test_publish_on_spark_equals_in_memory(name, options, mechanism, spark, tmp_
         {"domains": {name: declared["domains"][name] for name in COLUMNS}}))
     folder = tmp_path / "input"
     folder.mkdir()
-    pq.write_table(rows.slice(0, 2_000), folder / "part-0.parquet")
-    pq.write_table(rows.slice(2_000), folder / "part-1.parquet")
+    parquet_parts(rows, folder, [2_000])
     result = CliRunner().invoke(app, ["publish", str(folder), "-m", name, *options,
                                       "-s", "occupation", "--domains", str(domains_file),
                                       "--engine", "spark", "--seed", "3",

@@ -8,7 +8,6 @@ from importlib import resources
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 import ppdp
@@ -47,12 +46,9 @@ def domains() -> dict:
 
 
 @pytest.fixture(scope="module")
-def input_folder(adult_rows, tmp_path_factory) -> Path:
+def input_folder(adult_rows, tmp_path_factory, parquet_parts) -> Path:
     """The rows cut into two Parquet files of unequal sizes (rows in name order)."""
-    folder = tmp_path_factory.mktemp("adult-parts")
-    pq.write_table(adult_rows.slice(0, 1_500), folder / "a.parquet", row_group_size=600)
-    pq.write_table(adult_rows.slice(1_500), folder / "b.parquet", row_group_size=600)
-    return folder
+    return parquet_parts(adult_rows, tmp_path_factory.mktemp("adult-parts"), [1_500], 600)
 
 
 def spark_release(spark, folder: Path, mechanism: Mondrian, domains: dict, partitions: int,

@@ -56,13 +56,10 @@ def domains(adult_domains) -> dict:
 
 
 @pytest.fixture(scope="module")
-def input_folder(adult_rows, tmp_path_factory) -> Path:
+def input_folder(adult_rows, tmp_path_factory, parquet_parts) -> Path:
     """Adult cut into three Parquet files of unequal sizes (rows in name order)."""
-    folder = tmp_path_factory.mktemp("adult-parts")
-    for name, (start, end) in {"a.parquet": (0, 9_000), "b.parquet": (9_000, 21_500),
-                               "c.parquet": (21_500, adult_rows.num_rows)}.items():
-        pq.write_table(adult_rows.slice(start, end - start), folder / name, row_group_size=4_000)
-    return folder
+    return parquet_parts(adult_rows, tmp_path_factory.mktemp("adult-parts"), [9_000, 21_500],
+                         4_000)
 
 
 def release_files(directory: Path) -> dict[str, bytes]:
@@ -240,7 +237,7 @@ def test_files_whose_uris_are_escaped(spark, input_folder, adult_rows, domains, 
     those of the plain folder."""
     folder = tmp_path / "adult parts é"
     shutil.copytree(input_folder, folder)
-    (folder / "c.parquet").rename(folder / "c é.parquet")
+    (folder / "part-2.parquet").rename(folder / "part-2 é.parquet")
     frame = read_parquet(spark, folder)
     assert parquet_files(frame) is not None
     assert frame.where(f"{ROW_ID} is null").count() == 0
