@@ -29,7 +29,7 @@ from pathlib import Path
 
 import ppdp
 from ppdp.evaluate.tuple_queries import equality_query_estimates, reproduce_section5
-from ppdp.sources import TableSource
+from ppdp.table.source import TableSource
 
 
 def median_seconds(function, repeats):

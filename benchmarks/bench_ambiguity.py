@@ -36,14 +36,14 @@ import time
 from pathlib import Path
 
 import ppdp
+from ppdp.data.hierarchy import read_hierarchies
 from ppdp.evaluate.experiments import read_meps
 from ppdp.evaluate.generalization_comparison import (
     PAPER_BETAS,
     compare_with_generalization,
     paper_workloads,
 )
-from ppdp.hierarchy import read_hierarchies
-from ppdp.mechanisms.ambiguity import Ambiguity
+from ppdp.mechanisms.ambiguity.mechanism import Ambiguity
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 

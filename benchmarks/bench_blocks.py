@@ -43,7 +43,7 @@ def peak_mb() -> float:
 def measure(name: str, n_rows: int, mode: str, repeats: int) -> dict:
     """Run in a child process: time ``repeats`` publishes of one mechanism at one size."""
     import ppdp
-    from ppdp.sources import TableSource
+    from ppdp.table.source import TableSource
 
     # The in-memory publish warns when it expects to need more memory than is free.
     warnings.simplefilter("ignore")

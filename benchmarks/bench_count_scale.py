@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from ppdp.table import Column, Schema
+from ppdp.data.schema import Column, Schema
 
 STEPS = ("count", "count_all", "loop", "cli")
 
@@ -111,7 +111,7 @@ def run_step(release_dir: Path, step: str, queries: int, loop_queries: int, seed
                         str(release_dir), query], check=True, stdout=subprocess.DEVNULL)
         return {"answer": time.perf_counter() - start,
                 "rss": peak_rss_mb(resource.RUSAGE_CHILDREN)}
-    from ppdp.release import load_release
+    from ppdp.release.load import load_release
 
     start = time.perf_counter()
     release = load_release(release_dir)

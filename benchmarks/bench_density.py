@@ -22,10 +22,10 @@ from pathlib import Path
 import numpy as np
 
 import ppdp
+from ppdp.data.hierarchy import read_hierarchies
 from ppdp.evaluate.density import with_density
 from ppdp.evaluate.metrics import average_relative_error
 from ppdp.evaluate.workloads import in_list_pool
-from ppdp.hierarchy import read_hierarchies
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 

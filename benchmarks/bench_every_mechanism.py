@@ -81,8 +81,8 @@ def worker(name: str, n_rows: int, repeats: int, single_run_above: float,
     Fails when the registry holds a mechanism that ``PARAMETERS`` does not name.
     """
     import ppdp
+    from ppdp.data.hierarchy import read_hierarchies
     from ppdp.errors import InfeasibleError
-    from ppdp.hierarchy import read_hierarchies
     from ppdp.mechanisms import Mechanism, get_mechanism
 
     missing = sorted(set(Mechanism.registry) - set(PARAMETERS))

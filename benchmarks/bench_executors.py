@@ -38,8 +38,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-import ppdp.blocks
 import ppdp.datasets
+import ppdp.plan.blocks
 
 MECHANISMS = {
     "uniform": ["rho1=0.1", "rho2=0.5"],
@@ -85,7 +85,7 @@ class SparkRunner:
     """One Spark session for every run; each run's wall time, split into publish and save."""
 
     def __init__(self, master: str, spark_rows: bool) -> None:
-        from ppdp.spark import require_java
+        from ppdp.engines.spark import require_java
 
         require_java()
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -97,14 +97,14 @@ class SparkRunner:
                       .config("spark.ui.showConsoleProgress", "false").getOrCreate())
         self.spark.sparkContext.setLogLevel("ERROR")
         print(f"spark session on {master}: {time.perf_counter() - started:.1f} s (not counted)")
-        from ppdp.declared_domains import read_domains_file
+        from ppdp.data.domains import read_domains_file
 
         self.domains = read_domains_file(domains_file())
         self.spark_rows = spark_rows
 
     def run(self, mechanism: str, source: str, out: Path) -> tuple[float, float, str]:
+        from ppdp.engines.spark import publish, read_parquet
         from ppdp.mechanisms import get_mechanism
-        from ppdp.spark import publish, read_parquet
 
         instance = get_mechanism(mechanism).from_params(
             dict(value.split("=", 1) for value in MECHANISMS[mechanism]))
@@ -135,13 +135,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--workdir", default="bench-executors")
     parser.add_argument("--block-rows", type=float, default=None,
                         help="on Spark: rows per block of splu, anatomy and ambiguity "
-                             "(default ppdp.blocks.BLOCK_ROWS, 10^7)")
+                             "(default ppdp.plan.blocks.BLOCK_ROWS, 10^7)")
     parser.add_argument("--spark-rows", action="store_true",
                         help="on Spark: take Spark's rows, not the files read by the tasks")
     args = parser.parse_args(argv)
     if args.block_rows is not None:
         # Read when each publish starts (ppdp.spark.blocks): a task a block.
-        ppdp.blocks.BLOCK_ROWS = int(args.block_rows)
+        ppdp.plan.blocks.BLOCK_ROWS = int(args.block_rows)
     executors = args.executors.split(",")
     rows = sum(pq.ParquetFile(path).metadata.num_rows for path in
                ([args.input] if Path(args.input).is_file()

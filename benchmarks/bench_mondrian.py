@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 import ppdp
-from ppdp.hierarchy import read_hierarchies
-from ppdp.mechanisms.mondrian import Mondrian
+from ppdp.data.hierarchy import read_hierarchies
+from ppdp.mechanisms.mondrian.mechanism import Mondrian
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_HIERARCHIES = ROOT / ".." / "shared" / "datasets" / "adult" / "hierarchies"

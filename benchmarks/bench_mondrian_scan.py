@@ -40,10 +40,10 @@ from typing import Any
 import pyarrow.parquet as pq
 
 import ppdp
-from ppdp.hierarchy import read_hierarchies
-from ppdp.mechanisms import mondrian
-from ppdp.mechanisms.mondrian import Mondrian
-from ppdp.scan import scan_table
+from ppdp.data.hierarchy import read_hierarchies
+from ppdp.io.scan import scan_table
+from ppdp.mechanisms.mondrian import steps as mondrian_steps
+from ppdp.mechanisms.mondrian.mechanism import Mondrian
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_HIERARCHIES = ROOT / ".." / "shared" / "datasets" / "adult" / "hierarchies"
@@ -81,7 +81,7 @@ def run_once(spec: dict[str, Any]) -> dict[str, Any]:
     if spec["executor"] == "in-memory":
         mechanism.publish(table, random_state=spec["seed"]).save(output)
     else:
-        mondrian.LOCAL_ROWS = spec["local_rows"]
+        mondrian_steps.LOCAL_ROWS = spec["local_rows"]
         mechanism.publish_source(source, output, random_state=spec["seed"])
     done = time.perf_counter()
     digest = json.loads((output / "release.json").read_text())["metadata_digest"]

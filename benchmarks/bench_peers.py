@@ -184,9 +184,9 @@ def paired(job: str, args: argparse.Namespace, workdir: Path) -> dict:
 
 def in_process(job: str, args: argparse.Namespace, workdir: Path) -> dict:
     """Medians of ppdp's reading, publishing and saving of the job in this process."""
-    from ppdp.declared_domains import hierarchy_domains
-    from ppdp.hierarchy import read_hierarchies
-    from ppdp.io import read_table
+    from ppdp.data.domains import hierarchy_domains
+    from ppdp.data.hierarchy import read_hierarchies
+    from ppdp.io.read import read_table
     from ppdp.mechanisms import Anatomy, Mondrian
 
     hierarchies = read_hierarchies(args.hierarchies)

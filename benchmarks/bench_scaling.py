@@ -29,7 +29,7 @@ import numpy as np
 
 import ppdp
 from ppdp.evaluate.workloads import splu_pools
-from ppdp.mechanisms.sdr import perturbation_partition
+from ppdp.mechanisms.sdr.partition import perturbation_partition
 
 RHO1, RHO2 = 1 / 13, 1 / 5
 

@@ -15,14 +15,15 @@ import pyarrow.parquet as pq
 import pytest
 
 import ppdp
-from ppdp import blocks
-from ppdp.blocks import block_generator, block_quotas
-from ppdp.keyed import make_key
 from ppdp.mechanisms import Ambiguity, Anatomy, SPLUGen
 from ppdp.mechanisms.grouping import distinct_value_groups
-from ppdp.release import load_release, write_parquet
-from ppdp.sources import TableSource
-from ppdp.table import Table
+from ppdp.plan import blocks
+from ppdp.plan.blocks import block_generator, block_quotas
+from ppdp.plan.keyed import make_key
+from ppdp.release.load import load_release
+from ppdp.release.write import write_parquet
+from ppdp.table.source import TableSource
+from ppdp.table.table import Table
 from tests.test_release import rewrite_file
 
 BLOCK_ROWS = 8_000

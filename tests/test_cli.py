@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 import ppdp
 from ppdp.cli import app
-from ppdp.io import write_table
+from ppdp.io.read import write_table
 from ppdp.mechanisms import all_mechanisms
-from ppdp.mechanisms.alphabeta import public_row_count
+from ppdp.mechanisms.alphabeta.privacy import public_row_count
 
 runner = CliRunner()
 

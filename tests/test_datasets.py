@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import ppdp.datasets
-from ppdp.io import read_table
-from ppdp.table import Role
+from ppdp.data.schema import Role
+from ppdp.io.read import read_table
 
 # The sizes of the values present (the alpha-beta paper's domains, m = 648,023,040) and of the
 # UCI codebook's domains the bundled table declares (ages 17..90, 87 and 89 absent from the

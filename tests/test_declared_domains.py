@@ -14,10 +14,11 @@ from typer.testing import CliRunner
 
 import ppdp
 from ppdp.cli import app
-from ppdp.declared_domains import parse_domain, read_domains_file, resolve_domains
+from ppdp.data.domains import parse_domain, read_domains_file, resolve_domains
+from ppdp.data.schema import Role
 from ppdp.errors import SchemaError, UndeclaredDomainError
-from ppdp.mechanisms.alphabeta import public_row_count
-from ppdp.table import Role, table_from_arrow
+from ppdp.mechanisms.alphabeta.privacy import public_row_count
+from ppdp.table.table import table_from_arrow
 
 runner = CliRunner()
 

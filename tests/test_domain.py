@@ -21,12 +21,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ppdp.domain
+import ppdp.query.domain_count
+from ppdp.data.schema import Schema
 from ppdp.datasets import adult
-from ppdp.domain import count_domain
 from ppdp.errors import QueryError
-from ppdp.query import Predicate, bind
-from ppdp.table import Schema, table_from_arrow
+from ppdp.query.binding import bind
+from ppdp.query.domain_count import count_domain
+from ppdp.query.predicates import Predicate
+from ppdp.table.table import table_from_arrow
 
 # ---------------------------------------------------------------------------------------------
 # Helpers
@@ -63,12 +65,12 @@ def brute_force(predicate: Predicate, sizes: Mapping[str, int], dims: Sequence[s
 def enumeration_limit(cells: int) -> Iterator[None]:
     """Temporarily lower MAX_ENUMERATED_CELLS (usable inside hypothesis tests, unlike
     the function-scoped monkeypatch fixture)."""
-    saved = ppdp.domain.MAX_ENUMERATED_CELLS
-    ppdp.domain.MAX_ENUMERATED_CELLS = cells
+    saved = ppdp.query.domain_count.MAX_ENUMERATED_CELLS
+    ppdp.query.domain_count.MAX_ENUMERATED_CELLS = cells
     try:
         yield
     finally:
-        ppdp.domain.MAX_ENUMERATED_CELLS = saved
+        ppdp.query.domain_count.MAX_ENUMERATED_CELLS = saved
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,7 +372,7 @@ def test_two_related_columns_beyond_the_limit_are_refused_naming_them(
         monkeypatch: pytest.MonkeyPatch) -> None:
     domains = {"a": list(range(20)), "b": list(range(20)), "c": [0, 1]}
     predicate = predicate_of("a < b AND c = 1", int_schema(domains))
-    monkeypatch.setattr(ppdp.domain, "MAX_ENUMERATED_CELLS", 100)
+    monkeypatch.setattr(ppdp.query.domain_count, "MAX_ENUMERATED_CELLS", 100)
     with pytest.raises(QueryError) as raised:
         count_domain(predicate, {"a": 20, "b": 20, "c": 2})
     message = str(raised.value)

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppdp.guarantees import (
-    anatomy_guarantee,
-    dbr_guarantee,
-    laplace_guarantee,
+from ppdp.mechanisms.anatomy.guarantee import anatomy_guarantee
+from ppdp.mechanisms.dbr.guarantee import dbr_guarantee
+from ppdp.mechanisms.laplace.guarantee import laplace_guarantee
+from ppdp.mechanisms.splu.guarantee import (
     splu_accuracy_interval,
     splu_chebyshev_error_bound,
     splu_chebyshev_utility_threshold,

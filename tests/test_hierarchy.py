@@ -14,9 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ppdp
+from ppdp.data.hierarchy import BoundHierarchy, Hierarchy, read_hierarchies, read_hierarchy
+from ppdp.data.schema import Column, Role
 from ppdp.errors import SchemaError
-from ppdp.hierarchy import BoundHierarchy, Hierarchy, read_hierarchies, read_hierarchy
-from ppdp.table import Column, Role, table_from_arrow
+from ppdp.table.table import table_from_arrow
 
 ADULT_HEIGHTS = {"age": 4, "education": 3, "marital-status": 2, "native-country": 2,
                  "occupation": 2, "race": 1, "salary-class": 1, "sex": 1, "workclass": 2}

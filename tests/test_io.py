@@ -11,10 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from ppdp.data.schema import Role
 from ppdp.errors import MissingValuesError, SchemaError
-from ppdp.io import read_table
-from ppdp.scan import scan_table
-from ppdp.table import Role
+from ppdp.io.read import read_table
+from ppdp.io.scan import scan_table
 
 UCI_NAMES = [
     "age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
@@ -646,7 +646,7 @@ def test_parquet_read_in_batches_equals_the_whole_table(options, tmp_path: Path,
     """read_table reads Parquet one row group at a time, cleaning on dictionaries; the
     whole-table path (kept for what that cannot read) gives the same table."""
     import ppdp
-    import ppdp.io
+    import ppdp.io.read
 
     adult = ppdp.datasets.adult().to_arrow()
     extra = pa.table({"flag": pa.array([i % 3 == 0 for i in range(adult.num_rows)]),
@@ -657,13 +657,13 @@ def test_parquet_read_in_batches_equals_the_whole_table(options, tmp_path: Path,
                      **{n: extra.column(n) for n in extra.column_names}})
     path = tmp_path / "adult.parquet"
     pq.write_table(data, path, row_group_size=7000)
-    read_in_batches = ppdp.io._read_parquet_in_batches
+    read_in_batches = ppdp.io.read._read_parquet_in_batches
     read: list[object] = []
-    monkeypatch.setattr(ppdp.io, "_read_parquet_in_batches",
+    monkeypatch.setattr(ppdp.io.read, "_read_parquet_in_batches",
                         lambda *a, **k: read.append(read_in_batches(*a, **k)) or read[-1])
     batched = read_table(path, **options)
     assert read and read[-1] is batched  # read in batches, not by the whole-table path
-    monkeypatch.setattr(ppdp.io, "_read_parquet_in_batches", lambda *a, **k: None)
+    monkeypatch.setattr(ppdp.io.read, "_read_parquet_in_batches", lambda *a, **k: None)
     _equal_tables(batched, read_table(path, **options))
 
 

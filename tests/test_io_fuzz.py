@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ppdp.errors import PpdpError
-from ppdp.io import DEFAULT_NA_VALUES, NUMERIC_PERCENT, read_table
-from ppdp.table import Table
+from ppdp.io.read import DEFAULT_NA_VALUES, NUMERIC_PERCENT, read_table
+from ppdp.table.table import Table
 
 FUZZ = settings(max_examples=80, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -8,10 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ppdp
-import ppdp.plans
+import ppdp.engines.memory.rows
+import ppdp.plan.rows
 from ppdp import DBR, FRAPP, PerturbationPartitioning, UniformPerturbation
-from ppdp.keyed import KeyedStream
-from ppdp.plans import QuotaAssignment, in_release_order, part_of, rank_order, row_ranks
+from ppdp.plan.keyed import KeyedStream
+from ppdp.plan.order import in_release_order, part_of, rank_order, row_ranks
+from ppdp.plan.quotas import QuotaAssignment
 
 
 def assign(values, counts, key, batch_rows, order=None):
@@ -223,9 +225,9 @@ def test_halves_on_two_threads_publish_what_one_batch_does(name, monkeypatch):
     table = ppdp.datasets.adult(sensitive="occupation")
     whole = make().publish(table, random_state=11)
     split = []
-    work = ppdp.plans.in_halves
-    monkeypatch.setattr(ppdp.plans, "PARALLEL_ROWS", 1000)
-    monkeypatch.setattr(ppdp.plans, "in_halves",
+    work = ppdp.plan.rows.in_halves
+    monkeypatch.setattr(ppdp.plan.rows, "PARALLEL_ROWS", 1000)
+    monkeypatch.setattr(ppdp.engines.memory.rows, "in_halves",
                         lambda *args: split.append(1) or work(*args))
     halves = make().publish(table, random_state=11)
     assert split and all(len(work(lambda s, c: s, 0, {"v": np.zeros(n)})) == 2

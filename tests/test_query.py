@@ -17,9 +17,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppdp import query as query_module
+from ppdp.data.schema import Column, Role, Schema
 from ppdp.errors import QueryError
-from ppdp.query import (
+from ppdp.query import binding as query_module
+from ppdp.query.binding import bind
+from ppdp.query.cube import Cube, count_histogram
+from ppdp.query.exact import exact_count
+from ppdp.query.parse import parse_query
+from ppdp.query.predicates import ColumnSet, Const, Predicate, RowCondition
+from ppdp.query.splitting import _split_atoms, split
+from ppdp.query.syntax import (
     MAX_DEPTH,
     MAX_QUERY_CHARS,
     MAX_TERMS,
@@ -27,28 +34,17 @@ from ppdp.query import (
     Arith,
     Between,
     Col,
-    ColumnSet,
     Compare,
     Condition,
-    Const,
-    Cube,
     Expr,
     In,
     Lit,
     Not,
     Or,
-    Predicate,
     Query,
-    RowCondition,
     TrueCondition,
-    _split_atoms,
-    bind,
-    count_histogram,
-    parse_query,
-    split,
 )
-from ppdp.release import exact_count
-from ppdp.table import Column, Role, Schema, Table, table_from_arrow
+from ppdp.table.table import Table, table_from_arrow
 
 # ---------------------------------------------------------------------------------------------
 # A fixed table for parsing and binding.

@@ -18,26 +18,26 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ppdp.data.schema import Column, Role, Schema
 from ppdp.errors import PpdpError, QueryError
-from ppdp.query import (
+from ppdp.query.binding import bind
+from ppdp.query.cube import Cube, count_histogram
+from ppdp.query.parse import parse_query
+from ppdp.query.syntax import (
     And,
     Arith,
     Between,
     Col,
     Compare,
     Condition,
-    Cube,
     Expr,
     In,
     Lit,
     Not,
     Or,
     TrueCondition,
-    bind,
-    count_histogram,
-    parse_query,
 )
-from ppdp.table import Column, Role, Schema, Table
+from ppdp.table.table import Table
 
 FUZZ = settings(max_examples=300, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -389,7 +389,7 @@ _LITERALS = st.one_of(
 def test_plain_conjunctions_read_as_the_parser_reads_them(terms, joints, end):
     """Every text the plain reader takes gives the very query sqlglot's parse gives; the
     others (and anything the parser refuses) go to the parser."""
-    from ppdp.query_sql import _parsed_sql, _plain_conjunction
+    from ppdp.query.sql import _parsed_sql, _plain_conjunction
 
     text = "".join(
         (joints[i - 1] if i else "") + name + before + op + after + literal
@@ -408,12 +408,12 @@ def test_plain_conjunctions_read_as_the_parser_reads_them(terms, joints, end):
 
 
 def test_plain_conjunctions_are_read_without_the_parser(monkeypatch):
-    import ppdp.query_sql
+    import ppdp.query.sql
 
     def refuse(*args):
         raise AssertionError("parsed by sqlglot")
 
-    monkeypatch.setattr(ppdp.query_sql, "_parsed_sql", refuse)
+    monkeypatch.setattr(ppdp.query.sql, "_parsed_sql", refuse)
     query = parse_query("age >= 40 AND sex = 'Fe''male' and  \"hours-\"\"week\"<>-3.5e1;")
     assert query.where == And((Compare(">=", Col("age"), Lit(40)),
                                Compare("=", Col("sex"), Lit("Fe'male")),

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from ppdp.reconstruct import delta_method_variance, iterative_bayesian
+from ppdp.estimators.reconstruct import delta_method_variance, iterative_bayesian
 
 
 def test_recovers_counts_when_observations_are_their_expectation():

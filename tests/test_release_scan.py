@@ -15,15 +15,25 @@ import pyarrow.parquet as pq
 import pytest
 
 import ppdp
-import ppdp.plans
-import ppdp.query
-import ppdp.release
-import ppdp.row_counts
+import ppdp.plan.order
+import ppdp.query.cache
+import ppdp.query.codes
+import ppdp.query.cube
+import ppdp.query.encoding
+import ppdp.query.row_counts
+import ppdp.query.scan_cube
+import ppdp.release.load
+import ppdp.release.verify
 from ppdp import DBR, FRAPP, Anatomy, PerturbationPartitioning, UniformPerturbation
+from ppdp.data.schema import Role
 from ppdp.errors import ReleaseError
-from ppdp.query import Cube, ScanCube
-from ppdp.release import Release, file_digest, load_release, metadata_digest
-from ppdp.table import Role, Table, table_from_arrow
+from ppdp.plan.engine import get_engine
+from ppdp.query.cube import Cube
+from ppdp.query.scan_cube import ScanCube
+from ppdp.release.base import Release, rows_domains
+from ppdp.release.format import file_digest, metadata_digest
+from ppdp.release.load import load_release
+from ppdp.table.table import Table, table_from_arrow
 from tests.test_release import edit_metadata, rewrite_file
 
 pytest.importorskip("polars")
@@ -77,7 +87,7 @@ def save_uncounted(release: Release, path: Path) -> Path:
     """Save a release as one whose rows are too many distinct rows to count (more than
     `MAX_COUNTED_ROWS`): without `row_counts.parquet`, so that loading reads its rows."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ppdp.row_counts, "MAX_COUNTED_ROWS", 0)
+        patch.setattr(ppdp.query.row_counts, "MAX_COUNTED_ROWS", 0)
         saved = release.save(path)
     assert not (saved / "row_counts.parquet").exists()
     return saved
@@ -129,12 +139,13 @@ def test_conditions_too_large_for_a_table(published: tuple[Release, Path], summa
     release, path = published
     monkeypatch.setenv("PPDP_CACHE_DIR", str(tmp_path / "cache"))
     if not summary:
-        monkeypatch.setattr(ppdp.query, "MAX_SUMMARY_ROWS", 100)
+        monkeypatch.setattr(ppdp.query.codes, "MAX_SUMMARY_ROWS", 100)
     loaded = load_release(path)
     # Tables of more than 200 cells are not built: conditions over age (72 values) and any
     # other column are evaluated on the summary's distinct rows, or on batches of 4,096 rows.
-    monkeypatch.setattr(ppdp.query, "MAX_CUBE_CELLS", 200)
-    monkeypatch.setattr(ppdp.query, "SCAN_BATCH_ROWS", 4096)
+    monkeypatch.setattr(ppdp.query.cube, "MAX_CUBE_CELLS", 200)
+    monkeypatch.setattr(ppdp.query.scan_cube, "MAX_CUBE_CELLS", 200)
+    monkeypatch.setattr(ppdp.query.scan_cube, "SCAN_BATCH_ROWS", 4096)
     batches: list[int] = []
     read = ScanCube.code_batches
 
@@ -159,7 +170,7 @@ def test_count_all_reuses_the_contingency_tables(published: tuple[Release, Path]
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     release, path = published
     # Without the summary of distinct rows: the tables come from passes over the files.
-    monkeypatch.setattr(ppdp.query, "MAX_SUMMARY_ROWS", 100)
+    monkeypatch.setattr(ppdp.query.codes, "MAX_SUMMARY_ROWS", 100)
     monkeypatch.setenv("PPDP_CACHE_DIR", "")
     loaded = load_release(path)
     cube = loaded._cube  # type: ignore[attr-defined]
@@ -195,7 +206,7 @@ def test_many_queries_are_counted_in_a_few_passes(published: tuple[Release, Path
                                                   adult: Table,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     release, path = published
-    monkeypatch.setattr(ppdp.query, "MAX_SUMMARY_ROWS", 100)
+    monkeypatch.setattr(ppdp.query.codes, "MAX_SUMMARY_ROWS", 100)
     monkeypatch.setenv("PPDP_CACHE_DIR", "")
     loaded = load_release(path)
     cube = loaded._cube  # type: ignore[attr-defined]
@@ -242,7 +253,7 @@ def test_conditions_relating_columns(tmp_path: Path) -> None:
 def test_without_polars_releases_are_read_into_memory(published: tuple[Release, Path],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     release, path = published
-    monkeypatch.setattr(ppdp.release, "scan_engine_available", lambda: False)
+    monkeypatch.setattr(ppdp.release.load, "scan_engine_available", lambda: False)
     loaded = load_release(path)
     cube = loaded._cube  # type: ignore[attr-defined]
     assert type(cube) is Cube
@@ -258,7 +269,7 @@ def in_parts(adult: Table, tmp_path_factory: pytest.TempPathFactory
     """Releases of Adult's 30,162 rows in parts of about 8,000 rows, saved without the
     counts of their distinct rows."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ppdp.plans, "ROWS_PER_PART", 8000)
+        patch.setattr(ppdp.plan.order, "ROWS_PER_PART", 8000)
         releases = {name: make().publish(adult, random_state=5)
                     for name, make in MECHANISMS.items()}
     root = tmp_path_factory.mktemp("parts")
@@ -497,7 +508,7 @@ def test_a_damaged_cache_file_is_ignored(in_parts: dict[str, tuple[Release, Path
             low, high = counts.argmin(), counts.argmax()
             counts[[low, high]] = counts[[high, low]]
         # Only an edit that also recomputes the file's digest reaches the consistency checks.
-        digest = ppdp.query._arrays_digest(entry.stem, arrays) if damage != "edited" else "x"
+        digest = ppdp.query.cache._arrays_digest(entry.stem, arrays) if damage != "edited" else "x"
         np.savez(entry, **arrays, digest=np.asarray(digest))
     passes = summary_passes(monkeypatch)
     loaded = load_release(path)
@@ -539,8 +550,8 @@ def test_only_verified_files_are_cached(in_parts: dict[str, tuple[Release, Path]
     """A ScanCube built outside load_release knows no digests: it reads, keeps nothing."""
     release, path = in_parts["dbr"]
     monkeypatch.setenv("PPDP_CACHE_DIR", str(tmp_path))
-    cube = ppdp.release.scan_rows(release.schema, sorted(path.glob("rows-*.parquet")),
-                                  release.n_rows)
+    cube = get_engine("streaming").cube(sorted(path.glob("rows-*.parquet")),
+                                        rows_domains(release.schema), release.n_rows)
     assert cube.histogram(["sex"]).sum() == release.n_rows
     assert not any(tmp_path.iterdir())
 
@@ -553,16 +564,16 @@ def test_the_cache_keeps_the_most_recently_used(in_parts: dict[str, tuple[Releas
     [first] = tmp_path.glob("*.npz")
     load_release(in_parts["frapp"][1])
     load_release(in_parts["dbr"][1])  # read again: the most recently used
-    monkeypatch.setattr(ppdp.query, "MAX_CACHE_BYTES", first.stat().st_size + 1)
-    ppdp.query._trim_cache(tmp_path)
+    monkeypatch.setattr(ppdp.query.cache, "MAX_CACHE_BYTES", first.stat().st_size + 1)
+    ppdp.query.cache._trim_cache(tmp_path)
     assert list(tmp_path.glob("*.npz")) == [first]
 
 
 def hashed_files(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record the name of every file load_release hashes."""
     hashed: list[str] = []
-    digests = ppdp.release.file_digests
-    monkeypatch.setattr(ppdp.release, "file_digests", lambda paths: hashed.extend(
+    digests = ppdp.release.verify.file_digests
+    monkeypatch.setattr(ppdp.release.verify, "file_digests", lambda paths: hashed.extend(
         path.name for path in paths) or digests(paths))
     return hashed
 
@@ -611,7 +622,7 @@ def counted(adult: Table, tmp_path_factory: pytest.TempPathFactory
             ) -> dict[str, tuple[Release, Path]]:
     """Releases of Adult in parts of about 8,000 rows, saved with their row counts."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ppdp.plans, "ROWS_PER_PART", 8000)
+        patch.setattr(ppdp.plan.order, "ROWS_PER_PART", 8000)
         releases = {name: make().publish(adult, random_state=7)
                     for name, make in MECHANISMS.items()}
     root = tmp_path_factory.mktemp("counted")
@@ -635,7 +646,7 @@ def test_row_counts_are_the_counts_of_the_distinct_published_rows(
     domains = {c.name: c.dictionary() for c in release.schema.columns}
     if "subtable" in columns:
         domains["subtable"] = pa.array(range(256), pa.int64())
-    codes = {c: ppdp.query.encode_values(c, table.column(c), domains[c]) for c in columns}
+    codes = {c: ppdp.query.encoding.encode_values(c, table.column(c), domains[c]) for c in columns}
     counts = table.column("__count").to_numpy()
     expected = distinct_counts(published_codes(release, columns), columns)
     assert distinct_counts(codes, columns, counts) == expected
@@ -665,7 +676,7 @@ def test_row_counts_of_too_many_distinct_rows_are_not_written(
     path = counted["dbr"][1]
     distinct = pq.read_metadata(path / "row_counts.parquet").num_rows
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ppdp.row_counts, "MAX_COUNTED_ROWS", distinct - 1)
+        patch.setattr(ppdp.query.row_counts, "MAX_COUNTED_ROWS", distinct - 1)
         saved = load_release(path).save(tmp_path / "again")
     assert "row_counts" not in json.loads((saved / "release.json").read_text())["files"]
     again = load_release(path).save(tmp_path / "once-more")
@@ -682,12 +693,12 @@ def rows_table(keys: range) -> pa.Table:
 def test_counting_stops_past_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     """Parts of 100 distinct rows each: 300 distinct rows in three parts pass a limit of 250,
     and later parts are not counted; 100 distinct rows in three parts are counted."""
-    monkeypatch.setattr(ppdp.row_counts, "MAX_COUNTED_ROWS", 250)
-    counter = ppdp.row_counts.RowCounter()
+    monkeypatch.setattr(ppdp.query.row_counts, "MAX_COUNTED_ROWS", 250)
+    counter = ppdp.query.row_counts.RowCounter()
     for start in (0, 100, 200):
         counter.add(counter.count_part(rows_table(range(start, start + 100))))
     assert counter.table() is None and counter.count_part(rows_table(range(5))) is None
-    counter = ppdp.row_counts.RowCounter()
+    counter = ppdp.query.row_counts.RowCounter()
     for _ in range(3):
         counter.add(counter.count_part(rows_table(range(100))))
     table = counter.table()
@@ -751,9 +762,9 @@ def test_codes_pack_into_few_int64_keys_and_back() -> None:
     rng = np.random.default_rng(1)
     sizes = [2**31, 3, 2**31, 1, 70_000, 2]
     codes = [rng.integers(0, size, 1000) for size in sizes]
-    keys = ppdp.query.pack_codes(codes, sizes)
+    keys = ppdp.query.codes.pack_codes(codes, sizes)
     assert len(keys) == 2 and all(key.dtype == np.int64 for key in keys)
-    for unpacked, original in zip(ppdp.query.unpack_codes(keys, sizes), codes, strict=True):
+    for unpacked, original in zip(ppdp.query.codes.unpack_codes(keys, sizes), codes, strict=True):
         np.testing.assert_array_equal(unpacked, original)
 
 
@@ -762,4 +773,4 @@ def test_codes_pack_into_few_int64_keys_and_back() -> None:
 def test_the_scan_engine_needs_a_streaming_polars(installed: str, available: bool,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(importlib.metadata, "version", lambda name: installed)
-    assert ppdp.query.scan_engine_available() is available
+    assert ppdp.query.encoding.scan_engine_available() is available

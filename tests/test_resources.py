@@ -1,4 +1,4 @@
-"""Memory needs (ppdp.resources): the available memory, the measured footprints, the warning
+"""Memory needs (ppdp.plan.resources): the available memory, the measured footprints, the warning
 every mechanism's publish gives when its need exceeds what is available, and the formatting of
 counts and sizes too large for a float."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ppdp import resources
+from ppdp.data.schema import Column, Role, Schema
 from ppdp.mechanisms import get_mechanism
-from ppdp.resources import (
-    FOOTPRINTS,
+from ppdp.plan import resources
+from ppdp.plan.resources import (
     MemoryNeedWarning,
     available_memory,
     check_memory,
@@ -23,7 +23,7 @@ from ppdp.resources import (
     format_value,
     memory_need,
 )
-from ppdp.table import Column, Role, Schema, Table
+from ppdp.table.table import Table
 
 
 def small_table(n_rows: int = 400, seed: int = 0) -> Table:
@@ -65,28 +65,31 @@ def test_available_memory_is_none_where_unknown(monkeypatch, tmp_path: Path):
 
 def test_check_memory_warns_when_the_need_exceeds_what_is_available():
     table = small_table()
-    need = memory_need(table, "dbr")
+    need = memory_need(table, get_mechanism("dbr").footprint)
     assert need == table.n_rows * (16 + 1 * 3)
     with pytest.warns(MemoryNeedWarning, match=r"dbr on 400 rows .* about 7\.6 kB of memory "
                                                r"and 1 kB is available"):
-        assert check_memory(table, "dbr", available=1000) == need
+        assert check_memory(table, "dbr", need=need, available=1000) == need
 
 
 def test_check_memory_is_silent_when_the_memory_is_there_or_unknown(monkeypatch):
     table = small_table()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        check_memory(table, "dbr", available=10**9)
+        need = memory_need(table, get_mechanism("dbr").footprint)
+        check_memory(table, "dbr", need=need, available=10**9)
         monkeypatch.setattr(resources, "available_memory", lambda: None)
-        check_memory(table, "dbr")
-        check_memory(table, "no-such-mechanism", available=0)
+        check_memory(table, "dbr", need=need)
+        check_memory(table, "no-footprint", need=memory_need(table, None), available=0)
 
 
 def test_check_memory_costs_nothing_proportional_to_the_rows():
     table = small_table(n_rows=10**6)
     tracemalloc.start()
     try:
-        check_memory(table, "ambiguity", available=10**15)
+        check_memory(table, "ambiguity",
+                     need=memory_need(table, get_mechanism("ambiguity").footprint),
+                     available=10**15)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -105,7 +108,7 @@ def test_every_publish_states_its_need(monkeypatch, name):
 
 
 def test_every_mechanism_with_a_release_has_a_footprint():
-    assert set(MECHANISMS) <= set(FOOTPRINTS)
+    assert all(get_mechanism(name).footprint is not None for name in MECHANISMS)
 
 
 def test_counts_and_sizes_too_large_for_a_float_are_formatted():

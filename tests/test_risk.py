@@ -10,9 +10,9 @@ import pyarrow as pa
 import pytest
 
 import ppdp
-from ppdp.mechanisms.ambiguity import Ambiguity
+from ppdp.mechanisms.ambiguity.mechanism import Ambiguity
 from ppdp.risk import ambiguity_summary, release_risk, tuple_risk
-from ppdp.table import table_from_arrow
+from ppdp.table.table import table_from_arrow
 from tests.mechanisms.test_ambiguity import figure_1a, figure_2
 
 

@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ppdp
-from ppdp.mechanisms.ambiguity import FREQUENCY_COLUMN
-from ppdp.table import Role, table_from_arrow
+from ppdp.data.schema import Role
+from ppdp.mechanisms.ambiguity.release import FREQUENCY_COLUMN
+from ppdp.table.table import table_from_arrow
 
 MECHANISMS: dict[str, Any] = {
     "splu": lambda: ppdp.SPLUGen(gamma=2),

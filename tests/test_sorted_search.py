@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppdp.sorted_search import GroupedSortedSearch, SortedSearch
+from ppdp.plan.sorted_search import GroupedSortedSearch, SortedSearch
 
 
 @pytest.mark.parametrize("side", ["left", "right"])

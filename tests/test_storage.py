@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from ppdp.errors import ReleaseError
-from ppdp.release import load_release
-from ppdp.storage import PARTIAL_SUFFIX, commit_directory, staged_directory
+from ppdp.io.storage import PARTIAL_SUFFIX, commit_directory, staged_directory
+from ppdp.release.load import load_release
 from tests.test_release import publish
 
 
@@ -281,7 +281,7 @@ def test_without_file_locks_saves_go_on_and_nothing_is_cleaned(
     taken for an abandoned one."""
     import errno
 
-    import ppdp.storage as storage
+    import ppdp.io.storage as storage
 
     stale = tmp_path / f".old.{'0' * 16}{PARTIAL_SUFFIX}"
     stale.mkdir()

@@ -12,14 +12,14 @@ import pyarrow.parquet as pq
 import pytest
 
 import ppdp
-import ppdp.plans
+import ppdp.plan.order
 from ppdp.errors import MissingValuesError, ReleaseError
-from ppdp.io import write_table
-from ppdp.keyed import KeyedStream, make_key
+from ppdp.io.read import write_table
+from ppdp.io.scan import scan_table
 from ppdp.mechanisms import DBR, FRAPP, PerturbationPartitioning, UniformPerturbation
-from ppdp.release import load_release
-from ppdp.scan import scan_table
-from ppdp.sources import TableSource
+from ppdp.plan.keyed import KeyedStream, make_key
+from ppdp.release.load import load_release
+from ppdp.table.source import TableSource
 
 MECHANISMS = {
     "uniform": lambda: UniformPerturbation(rho1=0.1, rho2=0.5),
@@ -59,7 +59,7 @@ def release_files(directory: Path) -> dict[str, bytes]:
 @pytest.mark.parametrize("name", sorted(MECHANISMS))
 def test_same_key_same_files_whatever_the_batches(name, table, tmp_path, monkeypatch):
     # Small parts, so that a release of Adult is written in several.
-    monkeypatch.setattr(ppdp.plans, "ROWS_PER_PART", 7_000)
+    monkeypatch.setattr(ppdp.plan.order, "ROWS_PER_PART", 7_000)
     mechanism = MECHANISMS[name]()
     expected = release_files(mechanism.publish(table, random_state=11).save(tmp_path / "memory"))
     assert sum(f.startswith("rows-") for f in expected) == 5
@@ -193,10 +193,10 @@ import sys
 # A child's peak RSS starts from its parent's at fork: reset it (Linux), so the peak is ours.
 with open("/proc/self/clear_refs", "w") as refs:
     refs.write("5")
-import ppdp.plans
+import ppdp.plan.order
 from ppdp.mechanisms import DBR
-from ppdp.scan import scan_table
-ppdp.plans.ROWS_PER_PART = int(sys.argv[3])
+from ppdp.io.scan import scan_table
+ppdp.plan.order.ROWS_PER_PART = int(sys.argv[3])
 source = scan_table(sys.argv[1], sensitive="occupation", observed_domains=True,
                     batch_rows=int(sys.argv[4]))
 DBR().publish_source(source, sys.argv[2], random_state=1, batch_rows=int(sys.argv[4]))

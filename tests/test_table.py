@@ -6,16 +6,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from ppdp.data.schema import Column, Role, Schema, code_dtype, encode_column
 from ppdp.errors import SchemaError
-from ppdp.table import (
-    Column,
-    Role,
-    Schema,
-    Table,
-    code_dtype,
-    encode_column,
-    table_from_arrow,
-)
+from ppdp.table.table import Table, table_from_arrow
 
 
 def small_table() -> Table:

@@ -22,9 +22,10 @@ from hypothesis import strategies as st
 
 import ppdp
 from ppdp import DBR, Mondrian, Ordered, load_release, read_table
+from ppdp.data.hierarchy import Hierarchy
+from ppdp.data.schema import Column, Role
 from ppdp.errors import QueryError, SchemaError
-from ppdp.hierarchy import Hierarchy
-from ppdp.table import Column, Role, Table, table_from_arrow
+from ppdp.table.table import Table, table_from_arrow
 
 pd = pytest.importorskip("pandas")
 pl = pytest.importorskip("polars")
@@ -466,7 +467,7 @@ def test_csv_true_false_columns_are_booleans(tmp_path: Path) -> None:
     # A declared text domain keeps true/false text; command-line domains read them as booleans.
     text = read_table(path, missing="drop", domains={"flag": ["true", "FALSE", "True"]})
     assert text.schema["flag"].kind == "string"
-    from ppdp.declared_domains import parse_domain_options
+    from ppdp.data.domains import parse_domain_options
 
     declared = read_table(path, missing="drop",
                           domains=parse_domain_options(["flag=false,true"]))

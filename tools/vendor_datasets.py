@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ppdp.io import read_table
+from ppdp.io.read import read_table
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SOURCE = Path("..") / "shared" / "datasets" / "adult" / "adult-arx-9attr.csv"

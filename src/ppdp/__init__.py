@@ -14,7 +14,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ppdp import _compat
+
 __version__ = "0.1.0"
+
+_compat.install()
 
 _HOMES = {
     "attack": "ppdp.attack",
@@ -26,30 +30,30 @@ _HOMES = {
     "QueryError": "ppdp.errors",
     "ReleaseError": "ppdp.errors",
     "SchemaError": "ppdp.errors",
-    "read_table": "ppdp.io",
-    "DBR": "ppdp.mechanisms.dbr",
-    "FRAPP": "ppdp.mechanisms.frapp",
-    "AlphaBeta": "ppdp.mechanisms.alphabeta",
-    "Ambiguity": "ppdp.mechanisms.ambiguity",
-    "Anatomy": "ppdp.mechanisms.anatomy",
-    "LaplaceCounts": "ppdp.mechanisms.laplace",
+    "read_table": "ppdp.io.read",
+    "DBR": "ppdp.mechanisms.dbr.mechanism",
+    "FRAPP": "ppdp.mechanisms.alphabeta.frapp",
+    "AlphaBeta": "ppdp.mechanisms.alphabeta.mechanism",
+    "Ambiguity": "ppdp.mechanisms.ambiguity.mechanism",
+    "Anatomy": "ppdp.mechanisms.anatomy.mechanism",
+    "LaplaceCounts": "ppdp.mechanisms.laplace.mechanism",
     "Mechanism": "ppdp.mechanisms.base",
-    "Mondrian": "ppdp.mechanisms.mondrian",
-    "PerturbationPartitioning": "ppdp.mechanisms.sdr",
-    "SPLUGen": "ppdp.mechanisms.splu",
-    "UniformPerturbation": "ppdp.mechanisms.perturbation",
+    "Mondrian": "ppdp.mechanisms.mondrian.mechanism",
+    "PerturbationPartitioning": "ppdp.mechanisms.sdr.partitioning",
+    "SPLUGen": "ppdp.mechanisms.splu.mechanism",
+    "UniformPerturbation": "ppdp.mechanisms.sdr.uniform",
     "get_mechanism": "ppdp.mechanisms.base",
-    "Query": "ppdp.query",
-    "parse_query": "ppdp.query",
-    "Estimate": "ppdp.release",
-    "GroupedEstimate": "ppdp.release",
-    "Release": "ppdp.release",
-    "load_release": "ppdp.release",
-    "Column": "ppdp.table",
-    "Ordered": "ppdp.table",
-    "Role": "ppdp.table",
-    "Schema": "ppdp.table",
-    "Table": "ppdp.table",
+    "Query": "ppdp.query.syntax",
+    "parse_query": "ppdp.query.parse",
+    "Estimate": "ppdp.estimate",
+    "GroupedEstimate": "ppdp.estimate",
+    "Release": "ppdp.release.base",
+    "load_release": "ppdp.release.load",
+    "Column": "ppdp.data.schema",
+    "Ordered": "ppdp.data.schema",
+    "Role": "ppdp.data.schema",
+    "Schema": "ppdp.data.schema",
+    "Table": "ppdp.table.table",
 }
 
 __all__ = [
@@ -106,6 +110,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from ppdp import attack, datasets
+    from ppdp.data.schema import Column, Ordered, Role, Schema
     from ppdp.errors import (
         InfeasibleError,
         MissingValuesError,
@@ -114,8 +119,9 @@ if TYPE_CHECKING:
         ReleaseError,
         SchemaError,
     )
+    from ppdp.estimate import Estimate, GroupedEstimate
     from ppdp.evaluate.compare import compare
-    from ppdp.io import read_table
+    from ppdp.io.read import read_table
     from ppdp.mechanisms import (
         DBR,
         FRAPP,
@@ -130,6 +136,8 @@ if TYPE_CHECKING:
         UniformPerturbation,
         get_mechanism,
     )
-    from ppdp.query import Query, parse_query
-    from ppdp.release import Estimate, GroupedEstimate, Release, load_release
-    from ppdp.table import Column, Ordered, Role, Schema, Table
+    from ppdp.query.parse import parse_query
+    from ppdp.query.syntax import Query
+    from ppdp.release.base import Release
+    from ppdp.release.load import load_release
+    from ppdp.table.table import Table

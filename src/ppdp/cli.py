@@ -30,11 +30,13 @@ from ppdp.jsonable import json_ready
 # The command line starts without numpy, pyarrow or the mechanisms: each command imports what
 # it needs, so that `ppdp --help` and argument errors answer at once.
 if TYPE_CHECKING:
-    from ppdp.mechanisms.alphabeta import AlphaBeta, ViewSequence
+    from ppdp.estimate import Estimate, GroupedEstimate
+    from ppdp.mechanisms.alphabeta.mechanism import AlphaBeta
+    from ppdp.mechanisms.alphabeta.views import ViewSequence
     from ppdp.mechanisms.base import Mechanism, Progress
-    from ppdp.release import Estimate, GroupedEstimate, Release
-    from ppdp.sources import Source
-    from ppdp.table import Table
+    from ppdp.release.base import Release
+    from ppdp.table.source import Source
+    from ppdp.table.table import Table
 
 __all__ = ["app", "main"]
 
@@ -169,7 +171,7 @@ def _load_source(source: str, *, sensitive: str | None = None, qi: str | None = 
     """A CSV/Parquet file, or a bundled dataset by name when no such file exists, with
     ``domains`` declared (and, with ``observed_domains``, the other values present)."""
     from ppdp import datasets
-    from ppdp.io import read_table
+    from ppdp.io.read import read_table
 
     path = Path(source)
     if path.exists():
@@ -189,7 +191,7 @@ def _load_source(source: str, *, sensitive: str | None = None, qi: str | None = 
 def _declared_domains(domains_file: Path | None, domain: Sequence[str] | None,
                       hierarchies: Mapping[str, Any] | None) -> dict[str, Any]:
     """The domains declared by --domains, --domain and --hierarchies (later ones win)."""
-    from ppdp.declared_domains import hierarchy_domains, parse_domain_options, read_domains_file
+    from ppdp.data.domains import hierarchy_domains, parse_domain_options, read_domains_file
 
     declared: dict[str, Any] = {}
     if domains_file is not None:
@@ -328,10 +330,10 @@ def publish(
     Algorithm 4 (view 2, 3, ... up to v) and must use the same parameters.
     Keep that state private and do not delete it.
     """
-    from ppdp.hierarchy import read_hierarchies
+    from ppdp.data.hierarchy import read_hierarchies
     from ppdp.mechanisms import get_mechanism
     from ppdp.progress import status
-    from ppdp.release import require_replaceable_release
+    from ppdp.release.target import require_replaceable_release
 
     mechanism_class = get_mechanism(mechanism)
     instance = mechanism_class.from_params(_parse_params(param))
@@ -393,7 +395,7 @@ def _check_engine(engine: str, engines: Sequence[str] = _ENGINES) -> None:
 
 def _streaming(engine: str, source: str) -> bool:
     """Whether --engine (and, for auto, the input's size) asks for the streaming engine."""
-    from ppdp.resources import available_memory
+    from ppdp.plan.resources import available_memory
 
     _check_engine(engine)
     path = Path(source)
@@ -418,9 +420,9 @@ def _publish_streaming(mechanism: Mechanism, source: str, output: Path, *, seed:
     """Publish a file batch by batch, with a progress bar on stderr, and summarise it."""
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 
-    from ppdp.mechanisms.alphabeta import AlphaBeta
+    from ppdp.io.scan import scan_table
+    from ppdp.mechanisms.alphabeta.mechanism import AlphaBeta
     from ppdp.progress import progress_bar
-    from ppdp.scan import scan_table
 
     with progress_bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeRemainingColumn()) as bar:
@@ -457,7 +459,7 @@ def _publish_spark(mechanism: Mechanism, source: str, output: Path, *, seed: int
                    state_dir: Path | None) -> None:
     """Publish a Parquet file or folder on Spark, saying on which master, and summarise it
     (alpha-beta: the next view, its state kept as in memory)."""
-    from ppdp.spark import SparkSource, publish, read_parquet
+    from ppdp.engines.spark import SparkSource, publish, read_parquet
 
     root = _state_root(state_dir) if mechanism.name == "alphabeta" else None
     with _on_spark(source) as session:
@@ -465,7 +467,7 @@ def _publish_spark(mechanism: Mechanism, source: str, output: Path, *, seed: int
             f"publishing on Spark, master {session.sparkContext.master}")
         frame = read_parquet(session, source)
         if root is not None:
-            from ppdp.spark.alphabeta import SparkViews
+            from ppdp.engines.spark.alphabeta import SparkViews
 
             views = SparkViews(mechanism, SparkSource(  # type: ignore[arg-type]
                 frame, sensitive=sensitive, quasi_identifiers=qi, domains=domains,
@@ -490,7 +492,12 @@ def _on_spark(parquet: str | None = None) -> Iterator[Any]:
     """The active Spark session, or one started for the work and stopped after; a failure
     inside Spark (a task's Python error, a lost executor) becomes its one line. ``parquet``,
     the input to read, must be a Parquet file or folder."""
-    from ppdp.spark import SparkFailedError, failure_message, require_pyspark, spark_session
+    from ppdp.engines.spark import (
+        SparkFailedError,
+        failure_message,
+        require_pyspark,
+        spark_session,
+    )
 
     if parquet is not None:
         path = Path(parquet)
@@ -525,8 +532,8 @@ def _publish_view(mechanism: AlphaBeta, table: Table | Source, output: Path,
                   ) -> tuple[ViewSequence, Path, Path]:
     """The next view of this table, saved, with its views' state recorded before it appears
     (`_under_view_state`). A table in memory is published whole, a source batch by batch."""
-    from ppdp.mechanisms.alphabeta import ViewSequence
-    from ppdp.table import Table
+    from ppdp.mechanisms.alphabeta.views import ViewSequence
+    from ppdp.table.table import Table
 
     root = _state_root(state_dir)
     views = ViewSequence(mechanism, table)
@@ -547,7 +554,7 @@ def _publish_view(mechanism: AlphaBeta, table: Table | Source, output: Path,
 def _state_root(state_dir: Path | None) -> Path:
     """The folder of the private state of alpha-beta views (--state-dir, else one place per
     user), made and checked writable before any work."""
-    from ppdp.mechanisms.alphabeta import default_state_root
+    from ppdp.mechanisms.alphabeta.views import default_state_root
 
     root = state_dir if state_dir is not None else default_state_root()
     try:
@@ -568,8 +575,8 @@ def _under_view_state(views: Any, root: Path,
     the state folder, keyed by the table's fingerprint, is locked for the whole publish so
     that concurrent views are counted, resumed when it exists, and written before the
     release appears (``publish(before_commit)``). The state folder and the release."""
-    from ppdp.mechanisms.alphabeta import state_directory
-    from ppdp.storage import locked
+    from ppdp.io.storage import locked
+    from ppdp.mechanisms.alphabeta.views import state_directory
 
     state = state_directory(root, views.fingerprint)
     # A lock file of its own: the state's commit locks the root directory itself.
@@ -586,7 +593,7 @@ def _print_saved_summary(mechanism: Mechanism, table: Table | Source, target: Pa
                          seeded: bool) -> None:
     """The summary of a release just written, from its release.json (loading the release
     would read every part again)."""
-    from ppdp.release import METADATA_FILE
+    from ppdp.release.format import METADATA_FILE
 
     metadata = json.loads((target / METADATA_FILE).read_text())
     _print_publish_summary(metadata["n_rows"], metadata["parameters"],
@@ -692,7 +699,7 @@ def _count(source: str, query: str, *, mechanism: str | None, param: Sequence[st
                              f"--mechanism, -p and --seed do not apply")
         if engine == "spark":
             return _count_spark(path, query, estimator)
-        from ppdp.release import load_release
+        from ppdp.release.load import load_release
 
         answer = _count_release(load_release(path), source, query, estimator)
     else:
@@ -719,13 +726,13 @@ def _count(source: str, query: str, *, mechanism: str | None, param: Sequence[st
             raise ValueError("--engine streaming counts with --mechanism laplace; exact counts "
                              "read the table into memory")
         if mechanism is not None and engine == "spark":
-            from ppdp.spark import publish, read_parquet
+            from ppdp.engines.spark import publish, read_parquet
 
             with _on_spark(source) as session:
                 answer = publish(instance, read_parquet(session, source), sensitive=sensitive,
                                  random_state=seed).count(query)  # type: ignore[attr-defined]
         elif mechanism is not None and _streaming(engine, source):
-            from ppdp.scan import scan_table
+            from ppdp.io.scan import scan_table
 
             data = scan_table(source, sensitive=sensitive, sep=sep, non_numeric=non_numeric,
                               missing="drop" if drop_missing else "error",
@@ -744,7 +751,7 @@ def _count_release(release: Release, source: str, query: str, estimator: str | N
                    ) -> Estimate | GroupedEstimate:
     """A release's answer to a count query, with the SPLU-Gen estimator asked for, if any."""
     if estimator is not None:
-        from ppdp.mechanisms.splu import ESTIMATORS, SpluRelease
+        from ppdp.mechanisms.splu.release import ESTIMATORS, SpluRelease
 
         if not isinstance(release, SpluRelease):
             raise ValueError(f"--estimator applies to SPLU-Gen releases; {source} is a "
@@ -759,14 +766,14 @@ def _count_release(release: Release, source: str, query: str, estimator: str | N
 def _count_spark(path: Path, query: str, estimator: str | None) -> Estimate | GroupedEstimate:
     """A release's answer to a count query, its rows counted by Spark aggregations (on the
     active session, or on one started for it and stopped after)."""
-    from ppdp.release import load_release
+    from ppdp.release.load import load_release
 
     with _on_spark():
         return _count_release(load_release(path, engine="spark"), str(path), query, estimator)
 
 
 def _print_answer(answer: Estimate | GroupedEstimate) -> None:
-    from ppdp.release import Estimate
+    from ppdp.estimate import Estimate
 
     console = _out()
     if isinstance(answer, Estimate):
@@ -953,9 +960,9 @@ def risk(
       ppdp risk amb adult --per-tuple amb-risk.csv
       ppdp risk gen --json
     """
-    from ppdp.io import write_table
+    from ppdp.io.read import write_table
     from ppdp.progress import status
-    from ppdp.release import load_release
+    from ppdp.release.load import load_release
     from ppdp.risk import release_risk, tuple_risk
 
     with status(f"measuring the risk of {release_dir}"):
@@ -1042,7 +1049,7 @@ def attack(
     """
     from ppdp.attack import run_attacks
     from ppdp.attack.report import refuse_release_directory
-    from ppdp.release import load_release
+    from ppdp.release.load import load_release
 
     if top < 0:
         raise ValueError(f"--top takes a number of individuals >= 0 (0: all), got {top}")
@@ -1243,7 +1250,7 @@ def compare(
                          sep=sep, non_numeric=non_numeric, encoding=encoding)
     generalizations = None
     if hierarchies is not None:
-        from ppdp.hierarchy import read_hierarchies
+        from ppdp.data.hierarchy import read_hierarchies
 
         generalizations = {name: tree for name, tree in read_hierarchies(hierarchies).items()
                            if name in table.schema.quasi_identifiers}
@@ -1313,7 +1320,8 @@ def mechanisms() -> None:
 
       ppdp mechanisms
     """
-    from ppdp.mechanisms.base import REQUIRED, all_mechanisms
+    from ppdp.mechanisms.base import all_mechanisms
+    from ppdp.mechanisms.parameters import REQUIRED
 
     table = RichTable(title="mechanisms")
     table.add_column("name", style="bold")

@@ -24,9 +24,10 @@ import numpy as np
 import pyarrow as pa
 import scipy.sparse as sp
 
-from ppdp.mechanisms.ambiguity import AmbiguityRelease
-from ppdp.release import Release
-from ppdp.table import Schema, Table
+from ppdp.data.schema import Schema
+from ppdp.mechanisms.ambiguity.release import AmbiguityRelease
+from ppdp.release.base import Release
+from ppdp.table.table import Table
 
 __all__ = ["ambiguity_incidence", "ambiguity_summary", "codes_in_release", "covering_groups",
            "release_risk", "tuple_risk"]

@@ -7,7 +7,7 @@ import pandas as pd
 
 import ppdp
 from ppdp.attack.targets import build_targets
-from ppdp.mechanisms.anatomy import AnatomyRelease
+from ppdp.mechanisms.anatomy.release import AnatomyRelease
 from tests.attack.conftest import best_guess_accuracy, difference_margin, single_margin
 
 

@@ -6,7 +6,7 @@ import numpy as np
 
 import ppdp
 from ppdp.attack.targets import build_targets
-from ppdp.mechanisms.dbr import DbrRelease
+from ppdp.mechanisms.dbr.release import DbrRelease
 from tests.attack.conftest import best_guess_accuracy, difference_margin
 
 

@@ -7,7 +7,7 @@ import numpy as np
 
 import ppdp
 from ppdp.attack.posterior import prior_bounds
-from ppdp.mechanisms.perturbation import PerturbationRelease
+from ppdp.mechanisms.sdr.release import PerturbationRelease
 
 
 def posterior_stderr(rho1: float, kept: float, m: int, n: int) -> float:

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import ppdp
-from ppdp.mechanisms.alphabeta import AlphaBetaRelease, TupleDomain
+from ppdp.mechanisms.alphabeta.domain import TupleDomain
+from ppdp.mechanisms.alphabeta.release import AlphaBetaRelease
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ppdp
-from ppdp.release import load_release
+from ppdp.release.load import load_release
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ import pandas as pd
 import ppdp
 from ppdp.attack import small_counts
 from ppdp.attack.targets import build_targets
-from ppdp.guarantees import splu_guarantee
-from ppdp.mechanisms.splu import SpluRelease
+from ppdp.mechanisms.splu.guarantee import splu_guarantee
+from ppdp.mechanisms.splu.release import SpluRelease
 from tests.attack.conftest import difference_margin
 
 

@@ -16,8 +16,11 @@ from ppdp.evaluate.advice import (
     parse_privacy,
     splu_gamma_for,
 )
-from ppdp.guarantees import splu_chebyshev_utility_threshold, splu_privacy_threshold
-from ppdp.mechanisms.alphabeta import usefulness_rho
+from ppdp.mechanisms.alphabeta.privacy import usefulness_rho
+from ppdp.mechanisms.splu.guarantee import (
+    splu_chebyshev_utility_threshold,
+    splu_privacy_threshold,
+)
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from ppdp.evaluate.compare import compare, read_queries
 from ppdp.evaluate.workloads import splu_pools
 from ppdp.jsonable import json_ready
 from ppdp.mechanisms import get_mechanism
-from ppdp.mechanisms.perturbation import amplification_gamma
+from ppdp.mechanisms.sdr.formulas import amplification_gamma
 
 RHO = "rho1=1/13,rho2=0.2"
 

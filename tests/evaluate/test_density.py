@@ -10,7 +10,7 @@ import pytest
 
 import ppdp
 from ppdp.evaluate.density import density_hosts, with_density
-from ppdp.table import Table
+from ppdp.table.table import Table
 
 
 @pytest.fixture(scope="module")

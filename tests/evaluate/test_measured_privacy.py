@@ -11,7 +11,7 @@ from ppdp.evaluate.measured_privacy import (
     small_count_recovery,
     tuple_posterior,
 )
-from ppdp.mechanisms.perturbation import amplification_gamma
+from ppdp.mechanisms.sdr.formulas import amplification_gamma
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 
 from ppdp.errors import PpdpError
 from ppdp.evaluate.experiments import MEPS_FILE, _Config, _table, read_meps
-from ppdp.table import Table
+from ppdp.table.table import Table
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from ppdp.evaluate.tuple_queries import (
     equality_query_estimates,
     reproduce_section5,
 )
-from ppdp.table import Table
+from ppdp.table.table import Table
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 
 import ppdp
+from ppdp.data.schema import Role
 from ppdp.errors import SchemaError
 from ppdp.evaluate.generalization_comparison import paper_workloads
 from ppdp.evaluate.workloads import (
@@ -23,9 +24,11 @@ from ppdp.evaluate.workloads import (
     sdr_pool,
     splu_pools,
 )
-from ppdp.query import And, Between, Col, Compare, Condition, In, Lit, bind, parse_query
-from ppdp.release import exact_counts
-from ppdp.table import Role, Table, table_from_arrow
+from ppdp.query.binding import bind
+from ppdp.query.exact import exact_counts
+from ppdp.query.parse import parse_query
+from ppdp.query.syntax import And, Between, Col, Compare, Condition, In, Lit
+from ppdp.table.table import Table, table_from_arrow
 
 SIZE = 300
 
@@ -151,7 +154,7 @@ def test_sparse_counts_match_dense(adult: Table, pools: tuple[QueryPool, QueryPo
                                    monkeypatch: pytest.MonkeyPatch) -> None:
     # Column sets whose contingency table would be too large are counted from the occupied
     # cells only; forcing that path everywhere must give the same pools.
-    monkeypatch.setattr("ppdp.query.MAX_CUBE_CELLS", 10)
+    monkeypatch.setattr("ppdp.query.cube.MAX_CUBE_CELLS", 10)
     sparse = splu_pools(adult, size=SIZE, random_state=11)
     for dense, other in zip(pools, sparse, strict=True):
         assert [q.text for q in dense.queries] == [q.text for q in other.queries]
@@ -354,7 +357,7 @@ def test_group_by_pool_sparse_counts_match_dense(fars: Table,
     """Cells of column sets whose contingency table is too large are counted from the occupied
     cells only; forcing that path everywhere gives the same pool."""
     dense = group_by_pool(fars, selectivity=0.01, size=50, random_state=2)
-    monkeypatch.setattr("ppdp.query.MAX_CUBE_CELLS", 10)
+    monkeypatch.setattr("ppdp.query.cube.MAX_CUBE_CELLS", 10)
     sparse = group_by_pool(fars, selectivity=0.01, size=50, random_state=2)
     assert [q.text for q in dense.queries] == [q.text for q in sparse.queries]
     np.testing.assert_array_equal(dense.truth, sparse.truth)

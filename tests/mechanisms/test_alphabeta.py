@@ -27,22 +27,20 @@ from typer.testing import CliRunner
 import ppdp
 from ppdp import AlphaBeta, InfeasibleError, ReleaseError
 from ppdp.cli import app
-from ppdp.domain import count_domain
-from ppdp.io import write_table
-from ppdp.mechanisms.alphabeta import (
-    NOISE_CHUNK,
-    AlphaBetaRelease,
-    TupleDomain,
-    ViewSequence,
-    bernoulli_keys,
-    fingerprint,
+from ppdp.data.schema import Column, Role, Schema
+from ppdp.io.read import write_table
+from ppdp.mechanisms.alphabeta.domain import TupleDomain
+from ppdp.mechanisms.alphabeta.draws import NOISE_CHUNK, bernoulli_keys, view_rates
+from ppdp.mechanisms.alphabeta.privacy import (
     privacy_parameters,
     public_row_count,
     theorem_4_3_violations,
-    view_rates,
 )
-from ppdp.query import bind
-from ppdp.table import Column, Role, Schema, Table
+from ppdp.mechanisms.alphabeta.release import AlphaBetaRelease
+from ppdp.mechanisms.alphabeta.views import ViewSequence, fingerprint
+from ppdp.query.binding import bind
+from ppdp.query.domain_count import count_domain
+from ppdp.table.table import Table
 
 ADULT_N = 30162
 ADULT_M = 648023040

@@ -13,13 +13,16 @@ import numpy as np
 import pytest
 
 import ppdp
-from ppdp import AlphaBeta, plans
+from ppdp import AlphaBeta
+from ppdp.data.schema import Column, Role, Schema
+from ppdp.engines.streaming import alphabeta as streaming_alphabeta
 from ppdp.errors import UndeclaredDomainError
-from ppdp.keyed import make_key
-from ppdp.mechanisms import alphabeta
-from ppdp.mechanisms.alphabeta import TupleDomain
-from ppdp.sources import Batch, TableSource
-from ppdp.table import Column, Role, Schema, Table
+from ppdp.mechanisms.alphabeta.domain import TupleDomain
+from ppdp.mechanisms.alphabeta.views import ViewSequence, fingerprint
+from ppdp.plan import order as plans
+from ppdp.plan.keyed import make_key
+from ppdp.table.source import Batch, TableSource
+from ppdp.table.table import Table
 
 
 class ShuffledSource:
@@ -86,7 +89,7 @@ def test_parts_are_the_same_from_memory_and_from_batches(adult, tmp_path, monkey
     """A view of about 150,000 rows in parts of 20,000 (ROWS_PER_PART lowered), spilled to 16
     files of ranks: the parts, cut by rank, are the same files either way."""
     monkeypatch.setattr(plans, "ROWS_PER_PART", 20_000)
-    monkeypatch.setattr(alphabeta, "SPILL_ROWS", 10_000)
+    monkeypatch.setattr(streaming_alphabeta, "SPILL_ROWS", 10_000)
     mechanism = AlphaBeta(k=2, gamma=0.5)
     release = mechanism.publish(adult, random_state=7)
     assert len(release.part_rows) == math.ceil(release.n_rows / 20_000) > 4
@@ -129,13 +132,13 @@ def test_later_views_from_batches_are_the_views_in_memory(tmp_path, monkeypatch)
     mechanism = AlphaBeta(alpha=0.3, beta=0.001, v=3)
     memory = mechanism.views(table)
     source = ShuffledSource(TableSource(table), 7)
-    streamed = alphabeta.ViewSequence(mechanism, source)
-    assert streamed.fingerprint == alphabeta.fingerprint(table)
+    streamed = ViewSequence(mechanism, source)
+    assert streamed.fingerprint == fingerprint(table)
     for view in (1, 2, 3):
         if view == 2:
             # A new sequence over the source, resumed from the state saved after view 1.
             streamed.save_state(tmp_path / "state")
-            streamed = alphabeta.ViewSequence.load_state(tmp_path / "state", mechanism,
+            streamed = ViewSequence.load_state(tmp_path / "state", mechanism,
                                                          ShuffledSource(TableSource(table), 8))
         memory.publish(random_state=30 + view).save(tmp_path / f"memory-{view}")
         streamed.publish_to(tmp_path / f"batches-{view}", random_state=30 + view,

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import ppdp
 from ppdp.cli import app
-from ppdp.mechanisms.alphabeta import ViewSequence
+from ppdp.mechanisms.alphabeta.views import ViewSequence
 
 runner = CliRunner()
 PARAMS = ["-m", "alphabeta", "-p", "k=1", "-p", "gamma=0.5", "-p", "v=3"]

@@ -25,14 +25,15 @@ from hypothesis import strategies as st
 
 import ppdp
 from ppdp import Estimate, GroupedEstimate, InfeasibleError, QueryError, SchemaError
+from ppdp.data.schema import Column, Role, Schema
 from ppdp.mechanisms import Ambiguity, AmbiguityRelease
-from ppdp.mechanisms import ambiguity as ambiguity_module
-from ppdp.mechanisms.ambiguity_groups import (
+from ppdp.mechanisms.ambiguity import mechanism as ambiguity_module
+from ppdp.mechanisms.ambiguity.groups import (
     ambiguity_groups,
     association_group_size,
     presence_probability,
 )
-from ppdp.table import Column, Role, Schema, Table, table_from_arrow
+from ppdp.table.table import Table, table_from_arrow
 
 # -- Figure 1 (a): the microdata of 8 people ----------------------------------------------------
 

@@ -18,9 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppdp import Anatomy, Estimate, GroupedEstimate
+from ppdp.data.schema import Role
 from ppdp.errors import InfeasibleError, SchemaError
 from ppdp.mechanisms import AnatomyRelease
-from ppdp.table import Role, Table, table_from_arrow
+from ppdp.table.table import Table, table_from_arrow
 
 # A hand-written table: 10 patients, quasi-identifiers age and zip, sensitive disease.
 AGE = [22, 25, 28, 31, 35, 24, 45, 52, 29, 60]

@@ -16,9 +16,10 @@ import pyarrow as pa
 import pytest
 
 from ppdp import DBR, Estimate, GroupedEstimate
+from ppdp.data.schema import Role
 from ppdp.errors import SchemaError
 from ppdp.mechanisms import DbrRelease
-from ppdp.table import Role, Table, table_from_arrow
+from ppdp.table.table import Table, table_from_arrow
 
 COUNTS = {"a": 2000, "b": 1000, "c": 600, "d": 400}
 N = sum(COUNTS.values())

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import ppdp
-from ppdp.mechanisms.decoy_transition import (
+from ppdp.mechanisms.grouping import distinct_value_groups
+from ppdp.mechanisms.splu.decoy_transition import (
     ValueModel,
     estimate_variance,
     feasible_shares,
@@ -14,7 +15,6 @@ from ppdp.mechanisms.decoy_transition import (
     transition_slope,
     value_transition,
 )
-from ppdp.mechanisms.grouping import distinct_value_groups
 
 
 def test_inclusion_probabilities_match_enumeration_of_the_design():
@@ -130,7 +130,7 @@ def test_variance_matches_monte_carlo_of_the_model():
 def test_hajek_sensitivity_is_the_slope_of_hajeks_rates():
     """Large domains use Hajek's approximation for the slope; the contraction that avoids d^3
     numbers equals finite differences of the approximation itself."""
-    from ppdp.mechanisms.decoy_transition import _hajek_sensitivity
+    from ppdp.mechanisms.splu.decoy_transition import _hajek_sensitivity
 
     def hajek(frequencies, gamma):
         share = frequencies * gamma / frequencies.sum()

@@ -17,8 +17,9 @@ from scipy import stats
 
 import ppdp
 from ppdp import FRAPP, InfeasibleError
-from ppdp.mechanisms.frapp import FrappRelease, _column_groups, frapp_retention
-from ppdp.table import Column, Role, Schema, Table
+from ppdp.data.schema import Column, Role, Schema
+from ppdp.mechanisms.alphabeta.frapp import FrappRelease, _column_groups, frapp_retention
+from ppdp.table.table import Table
 
 ADULT_N = 30162
 ADULT_M = 648023040

@@ -17,8 +17,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppdp.errors import QueryError
-from ppdp.mechanisms.group_product import GroupProduct, _rowwise_kron, _signed_boxes
-from ppdp.query import AllOf, AnyOf, ColumnSet, Const, Negation, Predicate, RowCondition
+from ppdp.estimators.group_product import GroupProduct, _rowwise_kron, _signed_boxes
+from ppdp.query.predicates import (
+    AllOf,
+    AnyOf,
+    ColumnSet,
+    Const,
+    Negation,
+    Predicate,
+    RowCondition,
+)
 
 # -- _rowwise_kron ------------------------------------------------------------------------------
 

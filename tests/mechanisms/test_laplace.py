@@ -27,7 +27,7 @@ import pytest
 from ppdp import Estimate, GroupedEstimate, LaplaceCounts, parse_query
 from ppdp.errors import QueryError, ReleaseError
 from ppdp.mechanisms import LaplaceSession
-from ppdp.table import Table, table_from_arrow
+from ppdp.table.table import Table, table_from_arrow
 
 
 def people(n_rows: int = 500, seed: int = 0) -> Table:

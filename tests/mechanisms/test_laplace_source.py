@@ -20,11 +20,12 @@ import ppdp
 from ppdp import LaplaceCounts, read_table
 from ppdp.cli import app
 from ppdp.errors import QueryError, ReleaseError
-from ppdp.io import write_table
+from ppdp.io.read import write_table
+from ppdp.io.scan import ScanSource, scan_table
 from ppdp.mechanisms import LaplaceSession
-from ppdp.query import MAX_CUBE_CELLS, bind
-from ppdp.scan import ScanSource, scan_table
-from ppdp.sources import TableSource
+from ppdp.query.binding import bind
+from ppdp.query.cube import MAX_CUBE_CELLS
+from ppdp.table.source import TableSource
 
 # x and y span 5000^2 > MAX_CUBE_CELLS combinations: conditions relating them are counted on
 # batches of rows, the others on the cells of contingency tables.

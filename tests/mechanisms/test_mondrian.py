@@ -23,14 +23,18 @@ from hypothesis import strategies as st
 from pycanon import anonymity
 
 import ppdp
+from ppdp.data.hierarchy import Hierarchy, read_hierarchies
+from ppdp.data.schema import Role
 from ppdp.errors import InfeasibleError, ReleaseError, SchemaError
-from ppdp.guarantees import mondrian_guarantee
-from ppdp.hierarchy import Hierarchy, read_hierarchies
-from ppdp.keyed import KeyedStream, make_key
-from ppdp.mechanisms import mondrian
-from ppdp.mechanisms.mondrian import Mondrian, MondrianRelease, mondrian_partition
-from ppdp.release import Estimate, GroupedEstimate, load_release
-from ppdp.table import Role, Table, table_from_arrow
+from ppdp.estimate import Estimate, GroupedEstimate
+from ppdp.mechanisms.mondrian import covers, partition
+from ppdp.mechanisms.mondrian.guarantee import mondrian_guarantee
+from ppdp.mechanisms.mondrian.mechanism import STREAM, Mondrian
+from ppdp.mechanisms.mondrian.partition import mondrian_partition
+from ppdp.mechanisms.mondrian.release import MondrianRelease
+from ppdp.plan.keyed import KeyedStream, make_key
+from ppdp.release.load import load_release
+from ppdp.table.table import Table, table_from_arrow
 from tests.test_release import edit_metadata, rewrite_file
 
 # -- a table small enough to follow by hand -------------------------------------------------
@@ -153,13 +157,13 @@ def test_generalized_values_do_not_depend_on_the_order_of_classes(
     high = np.maximum(low, rng.integers(0, column.size, n_classes))
     values = [np.unique(rng.integers(0, column.size, 2)) for _ in range(n_classes)]
 
-    def add(covers: mondrian._Covers, classes: list[int]) -> np.ndarray:
+    def add(covers: covers._Covers, classes: list[int]) -> np.ndarray:
         pairs = np.concatenate([j * column.size + values[c] for j, c in enumerate(classes)])
         return covers.add(low[classes], high[classes], pairs)
 
-    at_once = mondrian._Covers(column, bound)
+    at_once = covers._Covers(column, bound)
     keys = add(at_once, list(range(n_classes)))
-    by_parts = mondrian._Covers(column, bound)
+    by_parts = covers._Covers(column, bound)
     late, early = list(range(7, n_classes)), list(range(7))
     parts_keys = np.concatenate([add(by_parts, late), add(by_parts, early)])
     first, second = at_once.finish(), by_parts.finish()
@@ -172,7 +176,7 @@ def test_generalized_values_do_not_depend_on_the_order_of_classes(
 def test_the_release_order_is_keyed_by_row() -> None:
     table = hand_table()
     release = Mondrian(k=2).publish(table, random_state=3)
-    draws = KeyedStream(make_key(3), mondrian.STREAM).raw(0, table.n_rows)
+    draws = KeyedStream(make_key(3), STREAM).raw(0, table.n_rows)
     order = np.argsort(draws, kind="stable")
     assert release.sensitive_codes.tolist() == table.codes["disease"][order].tolist()
     assert release.part_rows == (table.n_rows,)
@@ -240,7 +244,7 @@ def assert_diverse(classes: np.ndarray, sensitive: np.ndarray, l: int,  # noqa: 
 
 @settings(max_examples=150, deadline=None)
 @given(case=random_tables(), k=st.integers(1, 5), l=st.integers(1, 3),
-       diversity=st.sampled_from(mondrian.DIVERSITIES))
+       diversity=st.sampled_from(partition.DIVERSITIES))
 def test_partition_and_release_invariants(case: tuple[Table, dict[str, Hierarchy]], k: int,
                                           l: int, diversity: str) -> None:  # noqa: E741
     table, hierarchies = case
@@ -309,7 +313,7 @@ def allowable(side: np.ndarray, k: int, l: int, diversity: str) -> bool:  # noqa
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n_rows=st.integers(1, 2000), k=st.integers(1, 20),
        l=st.integers(1, 4), dims=st.integers(1, 5),
-       diversity=st.sampled_from(mondrian.DIVERSITIES))
+       diversity=st.sampled_from(partition.DIVERSITIES))
 def test_the_pure_partition_on_random_ranks(seed: int, n_rows: int, k: int, l: int,  # noqa: E741
                                             dims: int, diversity: str) -> None:
     rng = np.random.default_rng(seed)
@@ -338,7 +342,7 @@ def test_the_pure_partition_on_random_ranks(seed: int, n_rows: int, k: int, l: i
                             and allowable(values[~left], k, l, diversity))
 
 
-@pytest.mark.parametrize("diversity", mondrian.DIVERSITIES)
+@pytest.mark.parametrize("diversity", partition.DIVERSITIES)
 @pytest.mark.parametrize("l", [2, 3, 5])
 def test_counts_agree_for_wide_sensitive_domains(l: int, diversity: str) -> None:  # noqa: E741
     # Codes spread over 60,000 values count values by sorting (many partitions times many
@@ -363,9 +367,9 @@ def test_histogram_and_sorted_medians_agree(monkeypatch: pytest.MonkeyPatch, l: 
     rng = np.random.default_rng(10 + l)
     ranks = [rng.integers(0, w, size=5000) for w in (7, 40, 90)]
     sensitive = rng.integers(0, 8, size=5000)
-    monkeypatch.setattr(mondrian, "HISTOGRAM_CELLS_PER_ROW", 0)
+    monkeypatch.setattr(partition, "HISTOGRAM_CELLS_PER_ROW", 0)
     by_sorting = mondrian_partition(ranks, sensitive, k=4, l=l, diversity=diversity)
-    monkeypatch.setattr(mondrian, "HISTOGRAM_CELLS_PER_ROW", 10**9)
+    monkeypatch.setattr(partition, "HISTOGRAM_CELLS_PER_ROW", 10**9)
     by_histogram = mondrian_partition(ranks, sensitive, k=4, l=l, diversity=diversity)
     np.testing.assert_array_equal(by_sorting, by_histogram)
 
@@ -418,7 +422,7 @@ def bundled_adult() -> Table:
     return ppdp.datasets.adult(sensitive="occupation")
 
 
-@pytest.mark.parametrize("diversity", mondrian.DIVERSITIES)
+@pytest.mark.parametrize("diversity", partition.DIVERSITIES)
 def test_association_and_presence_measured_on_the_published_rows(
         bundled_adult: Table, adult_hierarchies: dict[str, Hierarchy], diversity: str) -> None:
     # The ambiguity paper's baseline at beta = 0.2 bounds association by 1/l with l = 5.

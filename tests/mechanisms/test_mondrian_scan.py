@@ -16,16 +16,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ppdp
-from ppdp import plans
+from ppdp.data.hierarchy import Hierarchy, read_hierarchies
+from ppdp.data.schema import Role
+from ppdp.engines.streaming import mondrian as streaming_mondrian
 from ppdp.errors import InfeasibleError
-from ppdp.hierarchy import Hierarchy, read_hierarchies
-from ppdp.keyed import KeyedStream, make_key
-from ppdp.mechanisms import mondrian
-from ppdp.mechanisms.mondrian import Mondrian, MondrianRelease
-from ppdp.release import load_release
-from ppdp.sources import TableSource
-from ppdp.storage import PARTIAL_SUFFIX
-from ppdp.table import Role, Table, table_from_arrow
+from ppdp.io.storage import PARTIAL_SUFFIX
+from ppdp.mechanisms.mondrian import steps
+from ppdp.mechanisms.mondrian.mechanism import STREAM, Mondrian
+from ppdp.mechanisms.mondrian.partition import DIVERSITIES
+from ppdp.mechanisms.mondrian.release import MondrianRelease
+from ppdp.plan import order as plans
+from ppdp.plan.keyed import KeyedStream, make_key
+from ppdp.release.load import load_release
+from ppdp.table.source import TableSource
+from ppdp.table.table import Table, table_from_arrow
 from tests.mechanisms.test_mondrian import feasible, hand_table, random_tables
 
 N_ROWS = 1_000_000
@@ -52,7 +56,7 @@ def files_of(directory: Path) -> dict[str, bytes]:
 
 
 def publish_both(mechanism: Mondrian, table: Table, tmp_path: Path, local_rows: int,
-                 joint_cells: int = mondrian.JOINT_CELLS, **options: Any
+                 joint_cells: int = steps.JOINT_CELLS, **options: Any
                  ) -> tuple[MondrianRelease, Path, Path, list[str]]:
     """The in-memory release saved, and the same published from a source with
     ``LOCAL_ROWS = local_rows`` and ``JOINT_CELLS = joint_cells``; the stages the source
@@ -67,8 +71,8 @@ def publish_both(mechanism: Mondrian, table: Table, tmp_path: Path, local_rows: 
             stages.append(stage)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(mondrian, "LOCAL_ROWS", local_rows)
-        patch.setattr(mondrian, "JOINT_CELLS", joint_cells)
+        patch.setattr(steps, "LOCAL_ROWS", local_rows)
+        patch.setattr(steps, "JOINT_CELLS", joint_cells)
         hybrid = mechanism.publish_source(TableSource(table), tmp_path / "hybrid",
                                           random_state=5, progress=progress, **options)
     return release, in_memory, hybrid, stages
@@ -77,7 +81,7 @@ def publish_both(mechanism: Mondrian, table: Table, tmp_path: Path, local_rows: 
 # -- 10^6 rows, several levels cut from histograms ------------------------------------------
 
 
-@pytest.mark.parametrize("diversity", mondrian.DIVERSITIES)
+@pytest.mark.parametrize("diversity", DIVERSITIES)
 def test_the_hybrid_partition_is_the_in_memory_one(big_adult: Table, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch,
                                                    diversity: str) -> None:
@@ -96,7 +100,7 @@ def test_the_hybrid_partition_is_the_in_memory_one(big_adult: Table, tmp_path: P
     loaded = load_release(hybrid)
     assert isinstance(loaded, MondrianRelease)
     # Row i of both releases is input row order[i] (the keyed release order).
-    draws = KeyedStream(make_key(5), mondrian.STREAM).raw(0, big_adult.n_rows)
+    draws = KeyedStream(make_key(5), STREAM).raw(0, big_adult.n_rows)
     order = plans.rank_order(draws)
     truth = mechanism.partition(big_adult)[order]
     published = loaded._classes[0]
@@ -149,7 +153,7 @@ def test_large_classes_and_several_parts(big_adult: Table, tmp_path: Path,
 
 @settings(max_examples=60, deadline=None)
 @given(case=random_tables(), k=st.integers(1, 4), l=st.integers(1, 3),
-       diversity=st.sampled_from(mondrian.DIVERSITIES), local_rows=st.integers(1, 40),
+       diversity=st.sampled_from(DIVERSITIES), local_rows=st.integers(1, 40),
        batch_rows=st.integers(1, 64), joint=st.booleans())
 def test_random_tables_give_the_in_memory_files(
         tmp_path_factory: pytest.TempPathFactory, case: tuple[Table, dict[str, Hierarchy]],
@@ -162,8 +166,8 @@ def test_random_tables_give_the_in_memory_files(
     folder = tmp_path_factory.mktemp("random")
     in_memory = mechanism.publish(table, random_state=9).save(folder / "in-memory")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(mondrian, "LOCAL_ROWS", local_rows)
-        patch.setattr(mondrian, "JOINT_CELLS", mondrian.JOINT_CELLS if joint else 0)
+        patch.setattr(steps, "LOCAL_ROWS", local_rows)
+        patch.setattr(steps, "JOINT_CELLS", steps.JOINT_CELLS if joint else 0)
         hybrid = mechanism.publish_source(TableSource(table), folder / "hybrid",
                                           random_state=9, batch_rows=batch_rows)
     assert files_of(hybrid) == files_of(in_memory)
@@ -196,7 +200,11 @@ def test_an_interrupted_publication_leaves_nothing(tmp_path: Path,
                                        "b": rng.integers(0, 30, 3_000),
                                        "s": rng.choice(["x", "y", "z"], 3_000)}),
                              roles={"s": Role.SENSITIVE}).declare_observed_domains(warn=False)
-    original = getattr(mondrian, failing)
+    # Every module that calls the function: the parts are written by the streaming engine,
+    # the covers and release.json by Mondrian's steps.
+    homes = {"_partition": [steps], "write_parquet": [streaming_mondrian, steps],
+             "write_metadata": [steps]}[failing]
+    original = getattr(homes[0], failing)
     calls = []
 
     def fail_on_second_call(*args: Any, **kwargs: Any) -> Any:
@@ -205,8 +213,9 @@ def test_an_interrupted_publication_leaves_nothing(tmp_path: Path,
             raise RuntimeError("interrupted")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(mondrian, failing, fail_on_second_call)
-    monkeypatch.setattr(mondrian, "LOCAL_ROWS", 300)
+    for home in homes:
+        monkeypatch.setattr(home, failing, fail_on_second_call)
+    monkeypatch.setattr(steps, "LOCAL_ROWS", 300)
     with pytest.raises(RuntimeError, match="interrupted"):
         Mondrian(k=4).publish_source(TableSource(table), tmp_path / "release",
                                      random_state=0, batch_rows=128)
@@ -224,7 +233,7 @@ def test_an_existing_target_is_refused_before_any_work(tmp_path: Path,
         raise AssertionError("the source was read")
 
     with monkeypatch.context() as patch:
-        patch.setattr(mondrian, "_cut_top", no_pass)
+        patch.setattr(streaming_mondrian, "_cut_top", no_pass)
         with pytest.raises(FileExistsError, match="already exists"):
             Mondrian(k=2).publish_source(source, target, random_state=0)
     assert files_of(target) == before

@@ -21,16 +21,17 @@ from hypothesis import strategies as st
 
 import ppdp
 from ppdp import PerturbationPartitioning, UniformPerturbation
+from ppdp.data.schema import Role
 from ppdp.errors import InfeasibleError, ReleaseError, SchemaError
-from ppdp.keyed import KeyedStream
-from ppdp.mechanisms.perturbation import (
-    PerturbWithin,
+from ppdp.mechanisms.sdr.compound import PerturbWithin
+from ppdp.mechanisms.sdr.formulas import (
     amplification_gamma,
     error_bound,
     perturbation_matrix,
     uniform_probabilities,
 )
-from ppdp.table import Role, table_from_arrow
+from ppdp.plan.keyed import KeyedStream
+from ppdp.table.table import table_from_arrow
 from tests.test_release import rewrite_file
 
 # The four shapes of count query the estimator must handle: a whole-domain count, counts under

@@ -17,12 +17,13 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import ppdp
-import ppdp.row_counts
+import ppdp.query.row_counts
 from ppdp import PerturbationPartitioning, UniformPerturbation
+from ppdp.data.schema import Role
 from ppdp.errors import InfeasibleError, ReleaseError
-from ppdp.mechanisms import sdr
-from ppdp.mechanisms.perturbation import amplification_gamma, error_bound, uniform_probabilities
-from ppdp.mechanisms.sdr import (
+from ppdp.mechanisms.sdr import partition as sdr
+from ppdp.mechanisms.sdr.formulas import amplification_gamma, error_bound, uniform_probabilities
+from ppdp.mechanisms.sdr.partition import (
     balance,
     balance_with_unprotected,
     balancing_level,
@@ -36,7 +37,7 @@ from ppdp.mechanisms.sdr import (
     sharing_graph,
     subtable_statistics,
 )
-from ppdp.table import Role, table_from_arrow
+from ppdp.table.table import table_from_arrow
 from tests.test_release import edit_metadata, rewrite_file
 
 # The running example of Sections 4-5: counts of x1..x10, |T| = 42, (1/3, 2/3)-privacy.
@@ -609,7 +610,7 @@ def test_tampered_rows_fail_to_load(adult, tmp_path, stored):
     release = PerturbationPartitioning(rho1=0.077, rho2=0.2).publish(adult, random_state=1)
     with pytest.MonkeyPatch.context() as patch:
         if stored == "rows":
-            patch.setattr(ppdp.row_counts, "MAX_COUNTED_ROWS", 0)
+            patch.setattr(ppdp.query.row_counts, "MAX_COUNTED_ROWS", 0)
         path = release.save(tmp_path / "sdr")
     assert (path / "row_counts.parquet").exists() == (stored == "row_counts")
     file = f"{stored}.parquet"

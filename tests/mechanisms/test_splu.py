@@ -9,8 +9,9 @@ import pytest
 import ppdp
 from ppdp.errors import InfeasibleError, SchemaError
 from ppdp.mechanisms.grouping import distinct_value_groups
-from ppdp.mechanisms.splu import SPLUGen, observed_states
-from ppdp.table import table_from_arrow
+from ppdp.mechanisms.splu.mechanism import SPLUGen
+from ppdp.mechanisms.splu.release import observed_states
+from ppdp.table.table import table_from_arrow
 
 # A table shaped like Fig. 3(a): nine patients, Age and Zip-Code non-sensitive, Disease
 # sensitive, gamma = 3 (the figure's values are not in the text; these are stand-ins).
@@ -50,7 +51,7 @@ def test_fig3_walk_through_invariants():
     picks = np.zeros((9, size))
     runs = 3000
     rng = np.random.default_rng(11)
-    from ppdp.mechanisms.splu import draw_within_groups
+    from ppdp.mechanisms.splu.mechanism import draw_within_groups
 
     for _ in range(runs):
         drawn = draw_within_groups(disease, groups, rng)

@@ -11,8 +11,8 @@ import pyarrow as pa
 from scipy import stats
 
 import ppdp
-from ppdp.mechanisms.splu import SPLUGen
-from ppdp.table import table_from_arrow
+from ppdp.mechanisms.splu.mechanism import SPLUGen
+from ppdp.table.table import table_from_arrow
 
 RUNS = 16
 

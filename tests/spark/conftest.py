@@ -17,7 +17,7 @@ def spark() -> Iterator[Any]:
     """A ``local[2]`` Spark session (its workers run this interpreter)."""
     from pyspark.sql import SparkSession
 
-    from ppdp.spark import require_java
+    from ppdp.engines.spark import require_java
 
     require_java()
     os.environ["PYSPARK_PYTHON"] = sys.executable

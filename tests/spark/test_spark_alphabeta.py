@@ -15,14 +15,15 @@ import pyarrow.parquet as pq
 import pytest
 
 import ppdp
-import ppdp.plans
+import ppdp.plan.order
+from ppdp.engines.spark import SparkSource, publish, read_parquet
+from ppdp.engines.spark.alphabeta import SparkViews
 from ppdp.errors import InfeasibleError, ReleaseError
-from ppdp.io import read_table
-from ppdp.keyed import make_key
-from ppdp.mechanisms import alphabeta
-from ppdp.mechanisms.alphabeta import AlphaBeta, ViewSequence
-from ppdp.spark import SparkSource, publish, read_parquet
-from ppdp.spark.alphabeta import SparkViews
+from ppdp.io.read import read_table
+from ppdp.mechanisms.alphabeta import draws
+from ppdp.mechanisms.alphabeta.mechanism import AlphaBeta
+from ppdp.mechanisms.alphabeta.views import ViewSequence, fingerprint
+from ppdp.plan.keyed import make_key
 
 # m = 2 * 5 * 2 * 8 * 16 * 7 = 17,920 tuples; 4,000 rows hold about 1,500 distinct ones.
 COLUMNS = ["sex", "race", "salary-class", "workclass", "education", "marital-status"]
@@ -38,8 +39,8 @@ def mechanism() -> AlphaBeta:
 @pytest.fixture(autouse=True)
 def small_parts_and_chunks(monkeypatch):
     # Several parts of the view and of V', several chunks of D (drawn by several tasks).
-    monkeypatch.setattr(ppdp.plans, "ROWS_PER_PART", 700)
-    monkeypatch.setattr(alphabeta, "NOISE_CHUNK", 256)
+    monkeypatch.setattr(ppdp.plan.order, "ROWS_PER_PART", 700)
+    monkeypatch.setattr(draws, "NOISE_CHUNK", 256)
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +67,8 @@ def in_memory(table, tmp_path_factory) -> dict[str, Any]:
     state after view 1."""
     folder = tmp_path_factory.mktemp("memory")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ppdp.plans, "ROWS_PER_PART", 700)
-        patch.setattr(alphabeta, "NOISE_CHUNK", 256)
+        patch.setattr(ppdp.plan.order, "ROWS_PER_PART", 700)
+        patch.setattr(draws, "NOISE_CHUNK", 256)
         views = ViewSequence(mechanism(), table)
         views.publish_to(folder / "view1", random_state=SEED,
                          before_commit=partial(views.save_state, folder / "state"))
@@ -94,8 +95,8 @@ def on_spark(spark, rows_file, domains, in_memory, tmp_path_factory) -> dict[int
         folder = tmp_path_factory.mktemp(f"spark-{partitions}")
         source = source_of(spark, rows_file, domains, partitions)
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(ppdp.plans, "ROWS_PER_PART", 700)
-            patch.setattr(alphabeta, "NOISE_CHUNK", 256)
+            patch.setattr(ppdp.plan.order, "ROWS_PER_PART", 700)
+            patch.setattr(draws, "NOISE_CHUNK", 256)
             views = SparkViews(mechanism(), source)
             if partitions == 1:
                 views.publish_to(folder / "view1", random_state=SEED)
@@ -122,7 +123,7 @@ def test_views_on_spark_are_the_views_in_memory(on_spark, table, in_memory, part
     run = on_spark[partitions]
     assert sum(name.startswith("view-") for name in in_memory["view2"]) >= 2
     assert sum(name.startswith("earlier-") for name in in_memory["view2"]) >= 2
-    assert run["fingerprint"] == alphabeta.fingerprint(table)
+    assert run["fingerprint"] == fingerprint(table)
     assert run["resumed"] == 1
     for view in ("view1", "view2"):
         assert files_of(run["folder"] / view) == in_memory[view], view
@@ -147,8 +148,8 @@ def test_state_written_on_spark_resumes_in_memory(table, in_memory, on_spark, tm
     resumed = ViewSequence.load_state(state, mechanism(), table)
     assert resumed.published == 1
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ppdp.plans, "ROWS_PER_PART", 700)
-        patch.setattr(alphabeta, "NOISE_CHUNK", 256)
+        patch.setattr(ppdp.plan.order, "ROWS_PER_PART", 700)
+        patch.setattr(draws, "NOISE_CHUNK", 256)
         resumed.publish_to(tmp_path / "view2", random_state=SEED + 1,
                            before_commit=lambda: resumed.save_state(state))
     assert files_of(tmp_path / "view2") == in_memory["view2"]

@@ -22,15 +22,19 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-import ppdp.plans
+import ppdp.plan.order
 from ppdp.cli import app
+from ppdp.engines.spark.alphabeta_count import SparkAlphaBetaRelease, SparkViewCube
+from ppdp.engines.spark.cube import SparkCube
 from ppdp.errors import ReleaseError
-from ppdp.io import read_table
-from ppdp.mechanisms.alphabeta import _SEEN, AlphaBeta, ViewSequence
-from ppdp.query import Cube, bind
-from ppdp.release import METADATA_FILE, file_digests, load_release, metadata_digest
-from ppdp.spark.alphabeta_count import SparkAlphaBetaRelease, SparkViewCube
-from ppdp.spark.cube import SparkCube
+from ppdp.io.read import read_table
+from ppdp.mechanisms.alphabeta.mechanism import AlphaBeta
+from ppdp.mechanisms.alphabeta.release import _SEEN
+from ppdp.mechanisms.alphabeta.views import ViewSequence
+from ppdp.query.binding import bind
+from ppdp.query.cube import Cube
+from ppdp.release.format import METADATA_FILE, file_digests, metadata_digest
+from ppdp.release.load import load_release
 
 COLUMNS = ["age", "workclass", "education", "marital-status", "occupation", "race", "sex",
            "native-country", "salary-class"]
@@ -65,7 +69,7 @@ def saved(adult_values, adult_domains, tmp_path_factory) -> dict[str, Path]:
                        domains={name: adult_domains[name] for name in COLUMNS})
     folder = tmp_path_factory.mktemp("views")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ppdp.plans, "ROWS_PER_PART", 700)
+        patch.setattr(ppdp.plan.order, "ROWS_PER_PART", 700)
         views = ViewSequence(AlphaBeta(alpha=0.3, beta=1e-6, v=2), table)
         for view in (1, 2):
             views.publish_to(folder / f"view{view}", random_state=SEED + view)

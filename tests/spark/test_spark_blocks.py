@@ -15,19 +15,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ppdp import blocks
-from ppdp.blocks import block_quotas
+from ppdp.engines.spark import SparkCube, failure_message, publish, read_parquet
+from ppdp.engines.spark.anatomy import SparkAnatomyCube
+from ppdp.engines.spark.blocks import SparkGroupRelease, publish_groups
+from ppdp.engines.spark.source import SparkSource
 from ppdp.errors import ReleaseError
-from ppdp.io import read_table
-from ppdp.keyed import make_key
+from ppdp.io.read import read_table
 from ppdp.mechanisms import Ambiguity, Anatomy, SPLUGen
-from ppdp.release import load_release
-from ppdp.sources import TableSource
-from ppdp.spark import SparkCube, failure_message, publish, read_parquet
-from ppdp.spark.anatomy import SparkAnatomyCube
-from ppdp.spark.blocks import SparkGroupRelease, publish_groups
-from ppdp.spark.source import SparkSource
-from ppdp.table import Table
+from ppdp.plan import blocks
+from ppdp.plan.blocks import block_quotas
+from ppdp.plan.keyed import make_key
+from ppdp.release.load import load_release
+from ppdp.table.source import TableSource
+from ppdp.table.table import Table
 from tests.spark.test_spark_rows import release_files
 
 MECHANISMS = {

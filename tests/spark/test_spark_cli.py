@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 import ppdp
 from ppdp.cli import app
-from ppdp.declared_domains import read_domains_file
-from ppdp.io import read_table
+from ppdp.data.domains import read_domains_file
+from ppdp.io.read import read_table
 from ppdp.mechanisms import DBR, PerturbationPartitioning
 
 COLUMNS = ["age", "sex", "race", "occupation"]
@@ -74,12 +74,12 @@ def test_spark_engine_refusals(spark, tmp_path):
 def test_a_spark_failure_is_one_error_line(spark, tmp_path, monkeypatch):
     from pyspark.errors import PySparkRuntimeError
 
-    import ppdp.spark
+    import ppdp.engines.spark
 
     def failing(*args, **kwargs):
         raise PySparkRuntimeError("PYTHON_EXCEPTION", {})
 
-    monkeypatch.setattr(ppdp.spark, "publish", failing)
+    monkeypatch.setattr(ppdp.engines.spark, "publish", failing)
     parquet = tmp_path / "t.parquet"
     pq.write_table(pa.table({"a": [1, 2], "b": [3, 4]}), parquet)
     result = CliRunner().invoke(app, ["publish", str(parquet), "-m", "dbr", "-s", "b",

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 import ppdp.datasets
 from ppdp.cli import app
+from ppdp.engines.spark import SparkCube
 from ppdp.mechanisms import DBR, FRAPP, PerturbationPartitioning, UniformPerturbation
-from ppdp.release import load_release
-from ppdp.spark import SparkCube
+from ppdp.release.load import load_release
 
 COLUMNS = ["age", "sex", "race", "occupation"]
 

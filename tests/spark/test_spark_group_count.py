@@ -25,11 +25,12 @@ from typer.testing import CliRunner
 
 import ppdp
 from ppdp.cli import app
+from ppdp.engines.spark.anatomy import SparkAnatomyCube, SparkAnatomyRelease
 from ppdp.errors import ReleaseError
-from ppdp.io import read_table
+from ppdp.io.read import read_table
 from ppdp.mechanisms import Anatomy
-from ppdp.release import METADATA_FILE, file_digests, load_release, metadata_digest
-from ppdp.spark.anatomy import SparkAnatomyCube, SparkAnatomyRelease
+from ppdp.release.format import METADATA_FILE, file_digests, metadata_digest
+from ppdp.release.load import load_release
 
 COLUMNS = ["age", "sex", "race", "marital-status", "salary-class", "occupation"]
 N_ROWS = 3_000

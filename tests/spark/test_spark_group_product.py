@@ -34,22 +34,18 @@ import pytest
 from typer.testing import CliRunner
 
 from ppdp.cli import app
+from ppdp.engines.spark.ambiguity import SparkAmbiguityRelease
+from ppdp.engines.spark.mondrian_count import SparkCountedMondrianRelease
 from ppdp.errors import ReleaseError
-from ppdp.io import read_table
+from ppdp.estimators.group_product import _signed_boxes
+from ppdp.io.read import read_table
 from ppdp.mechanisms import Ambiguity, Mondrian
-from ppdp.mechanisms.group_product import _signed_boxes
-from ppdp.plans import split_parts
-from ppdp.query import BoundQuery, bind
-from ppdp.release import (
-    METADATA_FILE,
-    Release,
-    load_release,
-    metadata_digest,
-    part_names,
-    write_parquet,
-)
-from ppdp.spark.ambiguity import SparkAmbiguityRelease
-from ppdp.spark.mondrian_count import SparkCountedMondrianRelease
+from ppdp.plan.order import split_parts
+from ppdp.query.binding import BoundQuery, bind
+from ppdp.release.base import Release
+from ppdp.release.format import METADATA_FILE, metadata_digest, part_names
+from ppdp.release.load import load_release
+from ppdp.release.write import write_parquet
 from tests.spark.test_spark_group_count import QUERIES as GROUP_QUERIES
 
 COLUMNS = ["age", "sex", "race", "marital-status", "salary-class", "occupation"]

@@ -9,10 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import ppdp
-import ppdp.query
-from ppdp.io import read_table
+import ppdp.query.cube
+from ppdp.engines.spark import read_parquet
+from ppdp.io.read import read_table
 from ppdp.mechanisms import DBR, LaplaceCounts
-from ppdp.spark import read_parquet
 
 COLUMNS = ["age", "sex", "race", "education", "occupation"]
 QUERIES = [
@@ -59,7 +59,7 @@ def test_laplace_on_spark_beyond_dense_tables(spark, adult_file, domains, monkey
     table = read_table(adult_file, sensitive="occupation", domains=domains)
     expected = answers(LaplaceCounts(epsilon=0.5).publish(table, random_state=SEED))
     # age x race (74 x 5 cells) no longer fits: the disjunction needs the found cells.
-    monkeypatch.setattr(ppdp.query, "MAX_CUBE_CELLS", 300)
+    monkeypatch.setattr(ppdp.query.cube, "MAX_CUBE_CELLS", 300)
     session = LaplaceCounts(epsilon=0.5).publish(read_parquet(spark, adult_file),
                                                  sensitive="occupation", domains=domains,
                                                  random_state=SEED)

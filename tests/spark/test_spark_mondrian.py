@@ -11,15 +11,15 @@ import pyarrow as pa
 import pytest
 
 import ppdp
-import ppdp.plans
-from ppdp.hierarchy import read_hierarchies
-from ppdp.io import read_table
-from ppdp.keyed import make_key
-from ppdp.mechanisms import mondrian
-from ppdp.mechanisms.mondrian import Mondrian
-from ppdp.release import load_release
-from ppdp.spark import SparkMondrianRelease, SparkSource, read_parquet
-from ppdp.spark.mondrian import publish_mondrian
+import ppdp.plan.order
+from ppdp.data.hierarchy import read_hierarchies
+from ppdp.engines.spark import SparkMondrianRelease, SparkSource, read_parquet
+from ppdp.engines.spark.mondrian import publish_mondrian
+from ppdp.io.read import read_table
+from ppdp.mechanisms.mondrian import steps
+from ppdp.mechanisms.mondrian.mechanism import Mondrian
+from ppdp.plan.keyed import make_key
+from ppdp.release.load import load_release
 from tests.spark.test_spark_rows import release_files
 
 COLUMNS = ["age", "sex", "race", "salary-class", "workclass", "occupation"]
@@ -83,7 +83,7 @@ CASES = {
 def four_parts(monkeypatch) -> None:
     """Releases of 4,000 rows written in four parts: the exchange by part and the files of
     each part are tested."""
-    monkeypatch.setattr(ppdp.plans, "ROWS_PER_PART", 1_100)
+    monkeypatch.setattr(ppdp.plan.order, "ROWS_PER_PART", 1_100)
 
 
 # l's two kinds, one under each partitioning; k alone under 1 here and under 7 below (each
@@ -96,7 +96,7 @@ def test_spark_release_equals_in_memory_release(case, partitions, spark, input_f
     if case == "l-frequency":
         # No room for counts by rank and sensitive value: a second aggregation a level counts
         # the sensitive values around the medians.
-        monkeypatch.setattr(mondrian, "JOINT_CELLS", 0)
+        monkeypatch.setattr(steps, "JOINT_CELLS", 0)
     table = read_table(adult_rows, sensitive="occupation", domains=domains)
     CASES[case]().publish(table, random_state=SEED).save(tmp_path / "memory")
     expected = release_files(tmp_path / "memory")

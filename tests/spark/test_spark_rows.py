@@ -12,10 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import ppdp
-import ppdp.plans
+import ppdp.plan.order
+from ppdp.engines.spark import ROW_ID, SparkSource, failure_message, publish, read_parquet
+from ppdp.engines.spark.session import parquet_files
 from ppdp.errors import ReleaseError, SchemaError
-from ppdp.io import read_table
-from ppdp.keyed import make_key
+from ppdp.io.read import read_table
 from ppdp.mechanisms import (
     DBR,
     FRAPP,
@@ -23,15 +24,8 @@ from ppdp.mechanisms import (
     PerturbationPartitioning,
     UniformPerturbation,
 )
-from ppdp.plans import QuotaAssignment
-from ppdp.spark import (
-    ROW_ID,
-    SparkSource,
-    failure_message,
-    publish,
-    read_parquet,
-)
-from ppdp.spark.session import parquet_files
+from ppdp.plan.keyed import make_key
+from ppdp.plan.quotas import QuotaAssignment
 
 MECHANISMS = {
     "uniform": lambda: UniformPerturbation(rho1=0.1, rho2=0.5),
@@ -80,7 +74,7 @@ def test_row_ids_are_positions_in_file_name_order(spark, input_folder, adult_row
 def test_spark_release_equals_in_memory_release(name, spark, input_folder, adult_rows, domains,
                                                 tmp_path, monkeypatch):
     # Five parts of about 6,000 rows: the exchange by part and the per-part files are tested.
-    monkeypatch.setattr(ppdp.plans, "ROWS_PER_PART", 7_000)
+    monkeypatch.setattr(ppdp.plan.order, "ROWS_PER_PART", 7_000)
     table = read_table(adult_rows, sensitive="occupation", domains=domains)
     MECHANISMS[name]().publish(table, random_state=SEED).save(tmp_path / "memory")
     expected = release_files(tmp_path / "memory")
@@ -174,8 +168,8 @@ def test_a_named_row_id_column(spark, input_folder, adult_rows, domains, tmp_pat
 def test_a_value_outside_the_domain_is_refused_in_the_kernel():
     # The plan is built from the domains found first; a row that then holds another value (an
     # input that changed) fails its task instead of being published with a wrong code.
-    from ppdp.spark.source import _in_domain
-    from ppdp.table import Column
+    from ppdp.data.schema import Column
+    from ppdp.engines.spark.source import _in_domain
 
     sex = Column("sex", "quasi-identifier", ("Female", "Male"))
     assert _in_domain(sex, np.array([1, 0, 1])).tolist() == [1, 0, 1]

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from ppdp.spark import SparkUnavailableError, java_version, require_java, require_pyspark
+from ppdp.engines.spark import SparkUnavailableError, java_version, require_java, require_pyspark
 
 
 def test_missing_pyspark_is_one_line(monkeypatch):

@@ -20,7 +20,7 @@ import numpy as np
 
 from ppdp.attack.targets import Targets, joint_keys
 from ppdp.errors import PpdpError
-from ppdp.release import Release
+from ppdp.release.base import Release
 
 __all__ = [
     "TrainingRows",
@@ -61,9 +61,9 @@ def release_rows(release: Release, targets: Targets) -> TrainingRows:
     no row in the source's domain; each published row is drawn as their estimators assume
     (values uniform over what a group lists or a label covers, independent across attributes).
     """
-    from ppdp.mechanisms.ambiguity import AmbiguityRelease
-    from ppdp.mechanisms.anatomy import AnatomyRelease
-    from ppdp.mechanisms.mondrian import MondrianRelease
+    from ppdp.mechanisms.ambiguity.release import AmbiguityRelease
+    from ppdp.mechanisms.anatomy.release import AnatomyRelease
+    from ppdp.mechanisms.mondrian.release import MondrianRelease
 
     reason = rows_unavailable(release, targets)
     if reason is not None:

@@ -33,7 +33,7 @@ import scipy.sparse as sp
 
 from ppdp.attack.report import AttackResult
 from ppdp.attack.targets import Targets
-from ppdp.release import Release
+from ppdp.release.base import Release
 from ppdp.risk import ambiguity_incidence, covering_groups
 
 NAME = "linkage"

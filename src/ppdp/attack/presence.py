@@ -73,7 +73,7 @@ def _copies_likelihoods(release: Any, copies: np.ndarray, earlier: np.ndarray | 
                 np.select([copies == 0, copies == 1], [1 - outside, outside], 0.0))
     from scipy.stats import binom
 
-    from ppdp.mechanisms.alphabeta import TupleDomain
+    from ppdp.mechanisms.alphabeta.domain import TupleDomain
 
     p = float(release.parameters["retention"])
     n = release.n_rows
@@ -91,7 +91,7 @@ def _posterior(d: float, inside: Any, outside: Any) -> Any:
 def run(targets: Targets) -> list[AttackResult]:
     """The measured posterior of presence, the repeated tuples, every individual's
     posterior."""
-    from ppdp.mechanisms.alphabeta import TupleDomain
+    from ppdp.mechanisms.alphabeta.domain import TupleDomain
 
     start = time.perf_counter()
     release: Any = targets.release

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ppdp.release import FORMAT_NAME, METADATA_FILE
-from ppdp.storage import write_atomic
-from ppdp.table import Table
+from ppdp.io.storage import write_atomic
+from ppdp.release.format import FORMAT_NAME, METADATA_FILE
+from ppdp.table.table import Table
 
 __all__ = ["AttackReport", "AttackResult", "refuse_release_directory"]
 

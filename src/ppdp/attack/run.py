@@ -9,8 +9,8 @@ from ppdp.attack import definetti, inference, linkage, posterior, presence, smal
 from ppdp.attack.report import AttackReport
 from ppdp.attack.targets import build_targets
 from ppdp.randomness import RandomState
-from ppdp.release import Release
-from ppdp.table import Table
+from ppdp.release.base import Release
+from ppdp.table.table import Table
 
 __all__ = ["ATTACKS", "run_attacks"]
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from ppdp.attack.report import AttackResult
 from ppdp.attack.targets import Targets, joint_keys
-from ppdp.guarantees import splu_guarantee
+from ppdp.mechanisms.splu.guarantee import splu_guarantee
 
 NAME = "small_counts"
 EPSILON = 0.3

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from ppdp.randomness import RandomState, make_rng
-from ppdp.release import Release
+from ppdp.release.base import Release
 from ppdp.risk import codes_in_release
-from ppdp.table import Table
+from ppdp.table.table import Table
 
 __all__ = ["Targets", "expected_accuracy", "joint_keys", "target_of"]
 

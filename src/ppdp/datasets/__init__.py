@@ -7,11 +7,11 @@ from collections.abc import Iterable
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from ppdp.declared_domains import read_domains_file
-from ppdp.table import Table
+from ppdp.data.domains import read_domains_file
+from ppdp.table.table import Table
 
 if TYPE_CHECKING:
-    from ppdp.hierarchy import Hierarchy
+    from ppdp.data.hierarchy import Hierarchy
 
 __all__ = ["NAMES", "adult", "hierarchies", "load"]
 
@@ -27,7 +27,7 @@ def adult(*, sensitive: Iterable[str] | str | None = None,
     Domains are the codebook's (``adult.domains.json``); ``observed_domains`` takes the values
     present instead, as the alpha-beta paper's experiment does (Section 5, m = 648,023,040).
     """
-    from ppdp.io import read_table
+    from ppdp.io.read import read_table
 
     folder = resources.files(__name__)
     with resources.as_file(folder / "adult.domains.json") as path:
@@ -54,7 +54,7 @@ def load(name: str, *, sensitive: Iterable[str] | str | None = None,
 def hierarchies(name: str) -> dict[str, Hierarchy]:
     """The ARX generalization hierarchies bundled for a dataset (one of `NAMES`), keyed by
     column: for ``adult``, the ARX project's nine (Apache-2.0; attribution in ADULT.md)."""
-    from ppdp.hierarchy import hierarchies_of_files
+    from ppdp.data.hierarchy import hierarchies_of_files
 
     key = name.strip().lower()
     if key not in NAMES:

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ppdp.errors import PpdpError
-from ppdp.table import Table
+from ppdp.table.table import Table
 
 __all__ = ["MECHANISMS", "PRIVACY_FORMS", "Advice", "AssociationPrivacy", "PosteriorPrivacy",
            "PredictedError", "PrivacyTarget", "SmallCountPrivacy", "TuplePrivacy", "advise",
@@ -131,7 +131,7 @@ class PosteriorPrivacy:
     kind = "rho"
 
     def __post_init__(self) -> None:
-        from ppdp.mechanisms.perturbation import check_privacy
+        from ppdp.mechanisms.sdr.formulas import check_privacy
 
         check_privacy(self.rho1, self.rho2)
 
@@ -269,7 +269,7 @@ def _open_unit(name: str, value: float, *, closed: bool = False) -> None:
 
 
 def _tuple_domain_size(table: Table) -> int:
-    from ppdp.mechanisms.alphabeta import TupleDomain
+    from ppdp.mechanisms.alphabeta.domain import TupleDomain
 
     return TupleDomain.of(table.schema).size
 
@@ -336,7 +336,7 @@ class Advice:
 def splu_gamma_for(*, a: int, epsilon: float, t_p: float, largest: int) -> int | None:
     """The smallest gamma in 2..``largest`` whose T_P (Theorem 4) for counts 1..a is at least
     ``t_p``; None when none is."""
-    from ppdp.guarantees import splu_privacy_threshold
+    from ppdp.mechanisms.splu.guarantee import splu_privacy_threshold
 
     for gamma in range(2, largest + 1):
         if splu_privacy_threshold(gamma=gamma, epsilon=epsilon, a=a) >= t_p:
@@ -395,7 +395,10 @@ def _notion(target: PrivacyTarget) -> str:
 
 
 def _splu(facts: _Facts, target: PrivacyTarget) -> Advice:
-    from ppdp.guarantees import splu_chebyshev_utility_threshold, splu_privacy_threshold
+    from ppdp.mechanisms.splu.guarantee import (
+        splu_chebyshev_utility_threshold,
+        splu_privacy_threshold,
+    )
 
     if not isinstance(target, SmallCountPrivacy):
         return Advice("splu", None, f"SPLU-Gen's guarantee is small-sum privacy (Section 4.2, "
@@ -434,7 +437,7 @@ def _splu(facts: _Facts, target: PrivacyTarget) -> Advice:
 
 def _association_size(target: PrivacyTarget) -> int | None:
     """ceil(1/bound) for targets held by association, else None."""
-    from ppdp.mechanisms.ambiguity_groups import association_group_size
+    from ppdp.mechanisms.ambiguity.groups import association_group_size
 
     if isinstance(target, AssociationPrivacy):
         return association_group_size(target.beta)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ppdp.table import Table
+from ppdp.table.table import Table
 
 __all__ = ["Sweep", "attack_sweep", "default_sweeps"]
 

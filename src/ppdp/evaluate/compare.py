@@ -46,9 +46,10 @@ from ppdp.evaluate.compare_report import comparison_figures, comparison_html
 from ppdp.evaluate.measured_privacy import Measured, small_count_recovery
 from ppdp.evaluate.publications import publish_and_score
 from ppdp.jsonable import json_ready
-from ppdp.query import Query, parse_query
+from ppdp.query.parse import parse_query
+from ppdp.query.syntax import Query
 from ppdp.randomness import RandomState, make_rng
-from ppdp.table import Table
+from ppdp.table.table import Table
 
 __all__ = ["BANDS", "Comparison", "MechanismResult", "Recommendation", "compare",
            "read_queries"]
@@ -166,7 +167,7 @@ class Comparison:
 
     def write(self, directory: str | os.PathLike[str]) -> list[Path]:
         """Write ``report.html`` and ``results.json`` (each atomically) into ``directory``."""
-        from ppdp.storage import write_atomic
+        from ppdp.io.storage import write_atomic
 
         root = Path(directory)
         root.mkdir(parents=True, exist_ok=True)
@@ -259,7 +260,7 @@ class _Workload:
            queries: Sequence[str | Query] | None, size: int, rng: np.random.Generator,
            notes: list[str]) -> _Workload:
         from ppdp.evaluate.workloads import format_condition, splu_pools
-        from ppdp.release import exact_counts
+        from ppdp.query.exact import exact_counts
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -313,7 +314,7 @@ class _Workload:
 
 def _checked(table: Table, query: str | Query, number: int) -> Query:
     """The query parsed and checked against the table, or an error that names it."""
-    from ppdp.query import bind
+    from ppdp.query.binding import bind
 
     try:
         parsed = parse_query(query)

@@ -24,8 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from ppdp.estimate import Z95
 from ppdp.evaluate.metrics import average_relative_error
 from ppdp.evaluate.workloads import QueryPool, splu_pools
+from ppdp.io.storage import commit_directory, staged_directory, write_atomic
 from ppdp.mechanisms import (
     DBR,
     Anatomy,
@@ -36,8 +38,6 @@ from ppdp.mechanisms import (
     UniformPerturbation,
 )
 from ppdp.randomness import RandomState, make_rng
-from ppdp.release import Z95
-from ppdp.storage import commit_directory, staged_directory, write_atomic
 
 __all__ = ["DemoResult", "DemoRow", "run_demo"]
 

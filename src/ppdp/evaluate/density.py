@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ppdp.randomness import RandomState, make_rng
-from ppdp.table import Table
+from ppdp.table.table import Table
 
 __all__ = ["density_hosts", "with_density"]
 

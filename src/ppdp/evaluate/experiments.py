@@ -27,7 +27,7 @@ from ppdp.evaluate.figures import bars, png, scatter
 from ppdp.evaluate.measured_privacy import measured_privacy, perturbation_posterior
 from ppdp.evaluate.publications import Publications, mean_std, publish_and_score
 from ppdp.randomness import RandomState, make_rng
-from ppdp.table import Table
+from ppdp.table.table import Table
 
 __all__ = ["EXPERIMENTS", "MEPS_FILE", "Claim", "ExperimentResult", "read_meps",
            "run_experiment", "splu_result"]
@@ -116,7 +116,7 @@ def _hierarchies(config: _Config, dataset: str, table: Table, result: Experiment
     """The dataset's ARX hierarchies for the table's quasi-identifiers: Adult's bundled ones,
     another dataset's from the data folder if present."""
     from ppdp import datasets
-    from ppdp.hierarchy import read_hierarchies
+    from ppdp.data.hierarchy import read_hierarchies
 
     if dataset in datasets.NAMES:
         hierarchies = datasets.hierarchies(dataset)
@@ -295,7 +295,7 @@ def _splu_two(config: _Config) -> ExperimentResult:
     import ppdp
     from ppdp.evaluate.metrics import average_relative_error
     from ppdp.evaluate.workloads import format_condition
-    from ppdp.release import exact_counts
+    from ppdp.query.exact import exact_counts
 
     data = ppdp.datasets.adult(observed_domains=True).to_arrow()
     age = pc.cast(data.column("age"), pa.int64()).to_numpy()
@@ -609,7 +609,7 @@ def _size(config: _Config) -> ExperimentResult:
     import ppdp
     from ppdp.evaluate.metrics import average_relative_error
     from ppdp.evaluate.workloads import range_pool, splu_pools
-    from ppdp.mechanisms.ambiguity_groups import association_group_size
+    from ppdp.mechanisms.ambiguity.groups import association_group_size
 
     sizes = (10_000, 20_000) if config.quick else (100_000, 200_000, 300_000, 400_000, 500_000)
     runs = config.publications(2, 3)

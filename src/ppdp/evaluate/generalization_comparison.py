@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ppdp.data.hierarchy import Hierarchy
 from ppdp.errors import InfeasibleError
 from ppdp.evaluate.metrics import relative_errors
 from ppdp.evaluate.workloads import (
@@ -39,13 +40,14 @@ from ppdp.evaluate.workloads import (
     range_columns,
     range_pool,
 )
-from ppdp.hierarchy import Hierarchy
-from ppdp.mechanisms.ambiguity import Ambiguity, AmbiguityRelease, scheme_from_groups
-from ppdp.mechanisms.ambiguity_groups import association_group_size
+from ppdp.mechanisms.ambiguity.groups import association_group_size
+from ppdp.mechanisms.ambiguity.mechanism import Ambiguity, scheme_from_groups
+from ppdp.mechanisms.ambiguity.release import AmbiguityRelease
 from ppdp.mechanisms.base import Mechanism
-from ppdp.mechanisms.mondrian import Mondrian, MondrianRelease
+from ppdp.mechanisms.mondrian.mechanism import Mondrian
+from ppdp.mechanisms.mondrian.release import MondrianRelease
 from ppdp.randomness import RandomState, make_rng
-from ppdp.table import Table
+from ppdp.table.table import Table
 
 __all__ = ["ComparisonRow", "compare_with_generalization", "comparison_pools",
            "paper_workloads"]

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ppdp.evaluate.measured_privacy import measured_privacy
-from ppdp.table import Table
+from ppdp.table.table import Table
 
 __all__ = ["Publications", "mean_std", "publish_and_score"]
 

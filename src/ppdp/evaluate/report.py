@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ppdp.evaluate.experiments import Claim, ExperimentResult
-from ppdp.storage import write_atomic
+from ppdp.io.storage import write_atomic
 
 __all__ = ["html_figure", "html_page", "html_rows", "write_report"]
 

@@ -19,10 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from ppdp.query import Query, TrueCondition, bind
+from ppdp.query.binding import bind
+from ppdp.query.syntax import Query, TrueCondition
 from ppdp.randomness import RandomState, make_rng
-from ppdp.release import Release
-from ppdp.table import Table
+from ppdp.release.base import Release
+from ppdp.table.table import Table
 
 __all__ = ["EqualityQueryResults", "cumulative_error", "equality_query_estimates",
            "reproduce_section5"]

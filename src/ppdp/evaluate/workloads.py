@@ -35,23 +35,11 @@ import numpy as np
 from sqlglot.tokens import Tokenizer
 
 from ppdp.errors import SchemaError
-from ppdp.query import (
-    AllOf,
-    And,
-    Between,
-    Col,
-    ColumnSet,
-    Compare,
-    Condition,
-    Cube,
-    In,
-    Lit,
-    Query,
-    count_histogram,
-    flat_key,
-)
+from ppdp.query.cube import Cube, count_histogram, flat_key
+from ppdp.query.predicates import AllOf, ColumnSet
+from ppdp.query.syntax import And, Between, Col, Compare, Condition, In, Lit, Query
 from ppdp.randomness import RandomState, make_rng
-from ppdp.table import Table
+from ppdp.table.table import Table
 
 __all__ = ["AMBIGUITY_SELECTIVITIES", "SDR_SELECTIVITIES", "QueryPool", "format_condition",
            "group_by_pool", "in_list_pool", "ordered_range_pool", "quote_identifier",

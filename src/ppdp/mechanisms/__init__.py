@@ -9,31 +9,64 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ppdp.mechanisms.alphabeta import AlphaBeta, AlphaBetaRelease, ViewSequence
-    from ppdp.mechanisms.ambiguity import Ambiguity, AmbiguityRelease
-    from ppdp.mechanisms.anatomy import Anatomy, AnatomyRelease
-    from ppdp.mechanisms.base import Mechanism, Parameter, all_mechanisms, get_mechanism
-    from ppdp.mechanisms.dbr import DBR, DbrRelease
-    from ppdp.mechanisms.frapp import FRAPP, FrappRelease
-    from ppdp.mechanisms.laplace import LaplaceCounts, LaplaceSession
-    from ppdp.mechanisms.mondrian import Mondrian, MondrianRelease
-    from ppdp.mechanisms.perturbation import PerturbationRelease, UniformPerturbation
-    from ppdp.mechanisms.sdr import PerturbationPartitioning, SdrRelease
-    from ppdp.mechanisms.splu import SPLUGen, SpluRelease
+    from ppdp.mechanisms.alphabeta.frapp import FRAPP, FrappRelease
+    from ppdp.mechanisms.alphabeta.mechanism import AlphaBeta
+    from ppdp.mechanisms.alphabeta.release import AlphaBetaRelease
+    from ppdp.mechanisms.alphabeta.views import ViewSequence
+    from ppdp.mechanisms.ambiguity.mechanism import Ambiguity
+    from ppdp.mechanisms.ambiguity.release import AmbiguityRelease
+    from ppdp.mechanisms.anatomy.mechanism import Anatomy
+    from ppdp.mechanisms.anatomy.release import AnatomyRelease
+    from ppdp.mechanisms.base import (
+        GroupMechanism,
+        Mechanism,
+        RowMechanism,
+        StepsMechanism,
+        all_mechanisms,
+        get_mechanism,
+    )
+    from ppdp.mechanisms.dbr.mechanism import DBR
+    from ppdp.mechanisms.dbr.release import DbrRelease
+    from ppdp.mechanisms.laplace.mechanism import LaplaceCounts
+    from ppdp.mechanisms.laplace.session import LaplaceSession
+    from ppdp.mechanisms.mondrian.mechanism import Mondrian
+    from ppdp.mechanisms.mondrian.release import MondrianRelease
+    from ppdp.mechanisms.parameters import Parameter
+    from ppdp.mechanisms.sdr.partitioning import PerturbationPartitioning, SdrRelease
+    from ppdp.mechanisms.sdr.release import PerturbationRelease
+    from ppdp.mechanisms.sdr.uniform import UniformPerturbation
+    from ppdp.mechanisms.splu.mechanism import SPLUGen
+    from ppdp.mechanisms.splu.release import SpluRelease
 
 _HOMES = {
-    "AlphaBeta": "alphabeta", "AlphaBetaRelease": "alphabeta", "ViewSequence": "alphabeta",
-    "Ambiguity": "ambiguity", "AmbiguityRelease": "ambiguity",
-    "Anatomy": "anatomy", "AnatomyRelease": "anatomy",
-    "Mechanism": "base", "Parameter": "base", "all_mechanisms": "base",
-    "get_mechanism": "base",
-    "DBR": "dbr", "DbrRelease": "dbr",
-    "FRAPP": "frapp", "FrappRelease": "frapp",
-    "LaplaceCounts": "laplace", "LaplaceSession": "laplace",
-    "Mondrian": "mondrian", "MondrianRelease": "mondrian",
-    "PerturbationRelease": "perturbation", "UniformPerturbation": "perturbation",
-    "PerturbationPartitioning": "sdr", "SdrRelease": "sdr",
-    "SPLUGen": "splu", "SpluRelease": "splu",
+    'AlphaBeta': 'alphabeta.mechanism',
+    'AlphaBetaRelease': 'alphabeta.release',
+    'Ambiguity': 'ambiguity.mechanism',
+    'AmbiguityRelease': 'ambiguity.release',
+    'Anatomy': 'anatomy.mechanism',
+    'AnatomyRelease': 'anatomy.release',
+    'DBR': 'dbr.mechanism',
+    'DbrRelease': 'dbr.release',
+    'FRAPP': 'alphabeta.frapp',
+    'FrappRelease': 'alphabeta.frapp',
+    'GroupMechanism': 'base',
+    'LaplaceCounts': 'laplace.mechanism',
+    'LaplaceSession': 'laplace.session',
+    'Mechanism': 'base',
+    'Mondrian': 'mondrian.mechanism',
+    'MondrianRelease': 'mondrian.release',
+    'Parameter': 'parameters',
+    'PerturbationPartitioning': 'sdr.partitioning',
+    'PerturbationRelease': 'sdr.release',
+    'RowMechanism': 'base',
+    'SPLUGen': 'splu.mechanism',
+    'SdrRelease': 'sdr.partitioning',
+    'SpluRelease': 'splu.release',
+    'StepsMechanism': 'base',
+    'UniformPerturbation': 'sdr.uniform',
+    'ViewSequence': 'alphabeta.views',
+    'all_mechanisms': 'base',
+    'get_mechanism': 'base',
 }
 
 __all__ = [
@@ -47,6 +80,7 @@ __all__ = [
     "AnatomyRelease",
     "DbrRelease",
     "FrappRelease",
+    "GroupMechanism",
     "LaplaceCounts",
     "LaplaceSession",
     "Mechanism",
@@ -55,9 +89,11 @@ __all__ = [
     "Parameter",
     "PerturbationPartitioning",
     "PerturbationRelease",
+    "RowMechanism",
     "SPLUGen",
     "SdrRelease",
     "SpluRelease",
+    "StepsMechanism",
     "UniformPerturbation",
     "ViewSequence",
     "all_mechanisms",

@@ -1,99 +1,48 @@
 """The Mechanism contract: a small immutable object holding validated parameters, whose
-``publish`` turns a Table into a Release without touching the Table."""
+``publish`` turns data into a Release without touching the data, and the shapes of plan a
+mechanism declares for the engines to run (`ppdp.plan.engine`)."""
 
 from __future__ import annotations
 
-import functools
-import importlib
-import math
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ppdp.errors import SchemaError, UndeclaredDomainError
-from ppdp.keyed import make_key
-from ppdp.plans import PublishedRows, RowPlan, execute_in_memory
+from ppdp.mechanisms.parameters import Parameter
+from ppdp.plan.engine import publish
+from ppdp.plan.registry import MECHANISM_MODULES, mechanism_module
+from ppdp.plan.resources import Footprint, check_memory, memory_need
+from ppdp.plan.rows import PublishedRows, RowPlan
 from ppdp.randomness import RandomState
-from ppdp.release import Release
-from ppdp.resources import check_memory
-from ppdp.sources import Source, TableSource
-from ppdp.table import Role, Schema, Table
-
-REQUIRED = object()
+from ppdp.release.base import Release
+from ppdp.table.source import Source
+from ppdp.table.table import Table
 
 Progress = Callable[[str, int, int], None]
 """Told ``(stage, rows done, rows in all)`` as a long publication advances."""
 
 
-def is_spark_frame(data: Any) -> bool:
-    """Whether ``data`` is a Spark DataFrame (classic or Spark Connect), without importing
-    pyspark."""
-    return type(data).__module__.startswith("pyspark.sql.") and hasattr(data, "sparkSession")
-
-
-def _taking_spark_frames(publish: Callable[..., Any]) -> Callable[..., Any]:
-    """A mechanism's ``publish`` that also takes a Spark DataFrame: that goes to
-    `ppdp.spark.publish` with the keyword options it takes (``sensitive``, ``domains``,
-    ``row_id``...), anything else to the mechanism's own ``publish``."""
-
-    @functools.wraps(publish)
-    def publish_anything(self: Mechanism, table: Any, *args: Any, **options: Any) -> Any:
-        if is_spark_frame(table):
-            from ppdp.spark import publish as publish_on_spark
-
-            return publish_on_spark(self, table, *args, **options)
-        return publish(self, table, *args, **options)
-
-    publish_anything.takes_spark_frames = True  # type: ignore[attr-defined]
-    return publish_anything
-
-
-@dataclass(frozen=True)
-class Parameter:
-    """A mechanism parameter as the CLI and docs show it, named by the paper's symbol."""
-
-    name: str
-    kind: type
-    help: str
-    default: Any = REQUIRED
-    resource: bool = False
-    """A limit on memory or size (such as ``max_rows``), not a privacy parameter: it never
-    changes what is published, so ``parameter_values`` (what releases record and later views
-    must repeat) leaves it out."""
-
-    @property
-    def required(self) -> bool:
-        return self.default is REQUIRED
-
-    def convert(self, value: Any) -> Any:
-        if isinstance(value, str):
-            try:
-                if self.kind is int:
-                    number = float(value)
-                    if not number.is_integer():
-                        raise ValueError
-                    return int(number)
-                return self.kind(value)
-            except ValueError:
-                raise ValueError(f"parameter {self.name!r} must be {self.kind.__name__}, got "
-                                 f"{value!r}") from None
-        return value
-
-
 class Mechanism(ABC):
-    """Publishes a Table as a Release. Subclasses set ``name``, ``summary``, ``parameters``.
+    """Publishes data as a Release. Subclasses set ``name``, ``summary``, ``parameters`` and
+    ``plan_shape`` (`ppdp.plan.engine.PLAN_SHAPES`), and define what their shape needs.
 
-    Every ``publish`` also takes a Spark DataFrame (`ppdp.spark.publish`, the same keyword
-    options): its release's rows stay in Spark."""
+    ``publish`` takes a Table (published in memory), a source read in batches or a polars
+    LazyFrame (the streaming engine: ``save`` writes the release) or a Spark DataFrame (the
+    Spark engine: the release's rows stay in Spark), with that engine's options."""
 
     name: ClassVar[str]
     summary: ClassVar[str]
     parameters: ClassVar[tuple[Parameter, ...]]
+    plan_shape: ClassVar[str]
+    """How engines run this mechanism: ``rows``, ``blocks``, ``steps`` or ``session``."""
+    footprint: ClassVar[Footprint | None] = None
+    """The memory publishing a table in memory takes per row (`ppdp.plan.resources`), where it
+    was measured."""
     guarantee_parameters: ClassVar[tuple[Parameter, ...]] = ()
     """Keyword options of ``guarantee`` beyond the mechanism's parameters (CLI: -p)."""
     guarantee_uses_table: ClassVar[bool] = False
@@ -104,13 +53,16 @@ class Mechanism(ABC):
         super().__init_subclass__(**kwargs)
         if "name" in cls.__dict__:
             Mechanism.registry[cls.name] = cls
-        if not getattr(cls.publish, "takes_spark_frames", False):
-            cls.publish = _taking_spark_frames(cls.publish)  # type: ignore[method-assign]
 
-    @abstractmethod
-    def publish(self, table: Table, *, random_state: RandomState = None) -> Release:
-        """Publish the table. ``random_state``: None (OS entropy, the default for real
-        releases), an int seed (reproducible, for experiments) or a numpy Generator."""
+    def publish(self, data: Any, *, random_state: RandomState = None,
+                engine: str | None = None, **options: Any) -> Any:
+        """Publish ``data`` on the engine that takes it, or the one named (`ppdp.plan.engine`).
+
+        ``random_state``: None (OS entropy, the default for real releases), an int seed
+        (reproducible, for experiments) or a numpy Generator. A Table gives the Release in
+        memory; a Spark DataFrame takes the options of `ppdp.engines.spark.publish`
+        (``sensitive``, ``domains``, ``row_id``...) and gives what ``save`` writes."""
+        return publish(self, data, engine=engine, random_state=random_state, **options)
 
     def publish_source(self, source: Source, directory: str | os.PathLike[str], *,
                        random_state: RandomState = None, batch_rows: int | None = None,
@@ -118,17 +70,14 @@ class Mechanism(ABC):
         """Publish a source that need not fit in memory straight into a release directory.
 
         The rows are read in batches of ``batch_rows``; memory stays bounded by the batch,
-        the domains and a part of the release. ``progress(stage, done, total)`` is told how
-        far each pass has got. The same ``random_state`` gives the same files as
-        ``publish(table).save(directory)``.
+        the domains and a part of the release (a block, for group mechanisms). ``progress(stage,
+        done, total)`` is told how far each pass has got. The same ``random_state`` gives the
+        same files as ``publish(table).save(directory)``.
         """
-        if not hasattr(self, "row_plan"):
-            raise NotImplementedError(f"{self.name} cannot publish a source in batches")
-        from ppdp.streaming import publish_rows_streaming
-
-        return publish_rows_streaming(self, source, directory, random_state=random_state,
-                                      batch_rows=batch_rows, overwrite=overwrite,
-                                      progress=progress)
+        published = publish(self, source, engine="streaming", random_state=random_state,
+                            batch_rows=batch_rows, progress=progress)
+        path: Path = published.save(directory, overwrite=overwrite)
+        return path
 
     @abstractmethod
     def guarantee(self) -> Any:
@@ -149,9 +98,12 @@ class Mechanism(ABC):
         return {p.name: getattr(self, p.name) for p in self.parameters if p.resource}
 
     def check_memory(self, table: Table) -> int:
-        """Warn (``ppdp.resources.MemoryNeedWarning``) when publishing ``table`` is expected to
-        need more memory than is available; the estimated need in bytes."""
-        return check_memory(table, self.name, stacklevel=4)
+        """Warn (``ppdp.plan.resources.MemoryNeedWarning``) when publishing ``table`` is
+        expected to need more memory than is available; the estimated need in bytes."""
+        # The warning names the user's line: check_memory, this method, the engine's publish,
+        # `ppdp.plan.engine.publish`, `publish`, then the caller.
+        return check_memory(table, self.name, need=memory_need(table, self.footprint),
+                            stacklevel=6)
 
     def __repr__(self) -> str:
         values = ", ".join(f"{k}={v!r}"
@@ -176,93 +128,58 @@ class Mechanism(ABC):
         return cls(**kwargs)
 
 
-MECHANISM_MODULES = {
-    "alphabeta": "ppdp.mechanisms.alphabeta",
-    "ambiguity": "ppdp.mechanisms.ambiguity",
-    "anatomy": "ppdp.mechanisms.anatomy",
-    "dbr": "ppdp.mechanisms.dbr",
-    "frapp": "ppdp.mechanisms.frapp",
-    "laplace": "ppdp.mechanisms.laplace",
-    "mondrian": "ppdp.mechanisms.mondrian",
-    "sdr": "ppdp.mechanisms.sdr",
-    "splu": "ppdp.mechanisms.splu",
-    "uniform": "ppdp.mechanisms.perturbation",
-}
-"""The module of each mechanism, imported when the mechanism is first asked for: importing
-them all (scipy's sparse matrices among them) took a quarter of a command's start."""
+class RowMechanism(Mechanism):
+    """A row-local mechanism (uniform, sdr, dbr, frapp): each row published from its own
+    values, summaries of the rows and keyed draws (`ppdp.plan.rows.RowPlan`)."""
+
+    plan_shape = "rows"
+
+    @abstractmethod
+    def row_plan(self, source: Source, key: int) -> RowPlan:
+        """The plan for these rows and this key: passes, kernel and published schema."""
+
+    @abstractmethod
+    def release_of(self, plan: RowPlan, rows: PublishedRows) -> Release:
+        """The release held in memory of a plan's published rows (the memory engine's)."""
+
+
+class GroupMechanism(Mechanism):
+    """A mechanism whose guarantees hold per group of rows (splu, anatomy, ambiguity): engines
+    run ``publish_block`` on the whole table in memory, or on each block of a larger source
+    (`ppdp.plan.blocks`)."""
+
+    plan_shape = "blocks"
+
+    @abstractmethod
+    def sensitive_columns(self, data: Table | Source) -> tuple[str, ...]:
+        """The sensitive columns, once the schema is checked to suit the mechanism."""
+
+    @abstractmethod
+    def publish_block(self, table: Table, rng: np.random.Generator) -> Release:
+        """Publish a table (a whole table, or one block of a source), drawing from ``rng``."""
+
+
+class StepsMechanism(Mechanism):
+    """A mechanism of its own steps (Mondrian, alpha-beta): ``publish_table`` is the reference
+    in memory; the other engines run the same steps their own way."""
+
+    plan_shape = "steps"
+
+    @abstractmethod
+    def publish_table(self, table: Table, *, random_state: RandomState = None) -> Release:
+        """Publish a table held in memory."""
 
 
 def get_mechanism(name: str) -> type[Mechanism]:
     """The mechanism class registered under ``name`` (its module imported if need be)."""
-    if name not in Mechanism.registry and name in MECHANISM_MODULES:
-        importlib.import_module(MECHANISM_MODULES[name])
-    try:
-        return Mechanism.registry[name]
-    except KeyError:
-        raise ValueError(f"unknown mechanism {name!r}; known: "
-                         f"{', '.join(sorted(MECHANISM_MODULES))}") from None
+    if name not in Mechanism.registry:
+        mechanism_module(name)
+    return Mechanism.registry[name]
 
 
 def all_mechanisms() -> dict[str, type[Mechanism]]:
     """Every mechanism by name (all their modules imported), in name order."""
     return {name: get_mechanism(name) for name in sorted(MECHANISM_MODULES)}
-
-
-def require_integer(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-def require_positive(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) \
-            or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    return float(value)
-
-
-def require_open_unit(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
-        raise ValueError(f"{name} must be in the open interval (0, 1), got {value!r}")
-    return float(value)
-
-
-def require_unit_interval(name: str, value: Any) -> float:
-    """A probability bound: 0 < value <= 1 (1 means no constraint)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
-        raise ValueError(f"{name} must be in the interval (0, 1], got {value!r}")
-    return float(value)
-
-
-def publish_in_memory(mechanism: Mechanism, table: Table, random_state: RandomState
-                      ) -> tuple[RowPlan, PublishedRows]:
-    """Run a row-local mechanism's plan on a table in memory: the plan and its rows."""
-    key = make_key(random_state)
-    source = TableSource(table)
-    plan = mechanism.row_plan(source, key)  # type: ignore[attr-defined]
-    return plan, execute_in_memory(plan, source, key)
-
-
-def publish_rows(table: Table, rng: np.random.Generator,
-                 redraw: Callable[[str, np.ndarray], np.ndarray]
-                 ) -> tuple[Schema, dict[str, np.ndarray]]:
-    """The published columns (all but ignored ones), each sensitive column replaced by
-    ``redraw(name, codes)``, rows shuffled."""
-    names = [c.name for c in table.schema.columns if c.role != Role.IGNORED]
-    sensitive = table.schema.sensitive
-    codes = {name: redraw(name, table.codes[name]) if name in sensitive else table.codes[name]
-             for name in names}
-    # Positions as intp once: numpy converts int32 indices on every gather (twice the time).
-    shuffle = shuffled_positions(table.n_rows, rng).astype(np.intp)
-    return table.schema.select(names), {name: np.take(values, shuffle)
-                                        for name, values in codes.items()}
-
-
-def shuffled_positions(n_rows: int, rng: np.random.Generator) -> np.ndarray:
-    """A random permutation of the row positions (int32 where it fits, to save memory)."""
-    positions = np.arange(n_rows, dtype=np.int32 if n_rows < 2**31 else np.int64)
-    rng.shuffle(positions)
-    return positions
 
 
 def require_sensitive(table: Table | Source, mechanism: str, *, exactly_one: bool = False,

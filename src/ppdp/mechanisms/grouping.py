@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ppdp.data.schema import code_dtype
 from ppdp.errors import InfeasibleError
-from ppdp.table import code_dtype
 
 _LAYOUT_SEED = 0x5EED_DEC0
 MIXING_ROUNDS = 64

@@ -1,0 +1,99 @@
+"""The memory engine, the reference: a Table held in memory published as one batch, and a saved
+release read whole into memory to count from."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ppdp.engines.memory.rows import execute_in_memory
+from ppdp.io.read import read_table
+from ppdp.mechanisms.alphabeta.views import ViewSequence
+from ppdp.mechanisms.base import GroupMechanism, RowMechanism, StepsMechanism
+from ppdp.plan.blocks import block_generator
+from ppdp.plan.engine import ScannedFiles
+from ppdp.plan.keyed import make_key
+from ppdp.randomness import RandomState
+from ppdp.release.base import Release
+from ppdp.table.source import TableSource
+from ppdp.table.table import Table
+
+
+class InMemoryViews(ViewSequence):
+    """Alpha-beta views of a table in memory: ``publish_to`` draws the view in memory and
+    saves it (the streaming `ViewSequence.publish_to` writes the same files batch by
+    batch)."""
+
+    def publish_to(self, directory: str | os.PathLike[str], *,
+                   random_state: RandomState = None, batch_rows: int | None = None,
+                   overwrite: bool = False, progress: Any = None,
+                   before_commit: Callable[[], object] | None = None) -> Path:
+        return self.publish(random_state=random_state).save(
+            directory, overwrite=overwrite, before_commit=before_commit)
+
+
+class MemoryEngine:
+    """Publishes a Table in memory (each plan as one batch) and counts a saved release from its
+    tables read into memory."""
+
+    name = "memory"
+
+    def takes(self, data: object) -> bool:
+        return isinstance(data, Table)
+
+    def open(self, data: Any, **options: Any) -> Table:
+        """A Table: ``data`` itself, or a file or data frame read whole with
+        `ppdp.io.read_table` and ``options``."""
+        if isinstance(data, Table):
+            if options:
+                raise TypeError(f"options {sorted(options)} apply to data read into a table, "
+                                f"not to a Table")
+            return data
+        return read_table(data, **options)
+
+    def publish_rows(self, mechanism: RowMechanism, data: Any, *,
+                     random_state: RandomState = None, **options: Any) -> Release:
+        """Run the row plan on the whole table as one batch (`execute_in_memory`)."""
+        table = self.open(data, **options)
+        mechanism.check_memory(table)
+        key = make_key(random_state)
+        source = TableSource(table)
+        plan = mechanism.row_plan(source, key)
+        return mechanism.release_of(plan, execute_in_memory(plan, source, key))
+
+    def publish_blocks(self, mechanism: GroupMechanism, data: Any, *,
+                       random_state: RandomState = None, **options: Any) -> Release:
+        """Publish the whole table as block 0 of the key (`ppdp.plan.blocks`)."""
+        table = self.open(data, **options)
+        mechanism.check_memory(table)
+        return mechanism.publish_block(table,
+                                       block_generator(make_key(random_state), mechanism.name, 0))
+
+    def publish_steps(self, mechanism: StepsMechanism, data: Any, *,
+                      random_state: RandomState = None, **options: Any) -> Release:
+        """The mechanism's own steps on the table in memory (`StepsMechanism.publish_table`)."""
+        return mechanism.publish_table(self.open(data, **options), random_state=random_state)
+
+    def views(self, mechanism: Any, data: Any, **options: Any) -> InMemoryViews:
+        """A sequence of alpha-beta views of the table, each drawn in memory."""
+        return InMemoryViews(mechanism, self.open(data, **options))
+
+    def prepare_load(self, release_class: type[Release], stems: Iterable[str]
+                     ) -> frozenset[str]:
+        """Every table is read into memory."""
+        return frozenset()
+
+    def rebuild(self, release_class: type[Release], schema: Any,
+                parameters: Mapping[str, Any], n_rows: int, tables: Mapping[str, Any],
+                scans: ScannedFiles) -> Release:
+        return release_class._from_tables(schema, parameters, n_rows, tables)
+
+    def cube(self, paths: Sequence[Path], domains: Mapping[str, Any], n_rows: int, *,
+             constants: Sequence[str] = (), digests: Mapping[Any, str] | None = None,
+             row_counts: Any = None) -> Any:
+        raise NotImplementedError("the memory engine reads every table of a release")
+
+
+ENGINE = MemoryEngine()

@@ -1,0 +1,149 @@
+"""The Spark engine: a Spark DataFrame published without collecting its rows to the driver, and
+saved releases counted with Spark aggregations over their files."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ppdp.engines.spark.alphabeta import SparkViews, publish_view
+from ppdp.engines.spark.alphabeta_count import load_alphabeta
+from ppdp.engines.spark.ambiguity import SparkAmbiguityRelease
+from ppdp.engines.spark.anatomy import load_anatomy
+from ppdp.engines.spark.blocks import publish_groups
+from ppdp.engines.spark.cube import SparkCube
+from ppdp.engines.spark.mondrian import publish_mondrian
+from ppdp.engines.spark.mondrian_count import load_mondrian
+from ppdp.engines.spark.rows import publish_rows
+from ppdp.engines.spark.session import (
+    ROW_ID,
+    SparkUnavailableError,
+    in_arrow_batches,
+    read_parquet,
+    require_pyspark,
+    spark_session,
+)
+from ppdp.engines.spark.source import SparkSource
+from ppdp.mechanisms.base import GroupMechanism, Mechanism, RowMechanism
+from ppdp.mechanisms.mondrian.covers import ROWS
+from ppdp.plan.engine import ScannedFiles
+from ppdp.plan.keyed import make_key
+from ppdp.randomness import RandomState
+from ppdp.release.base import Release
+
+STEPS: dict[str, Callable[[Any, SparkSource, int], Any]] = {
+    "mondrian": publish_mondrian,  # top levels as aggregations, small partitions in tasks
+    "alphabeta": publish_view,  # the first view; `SparkViews` continues a sequence
+}
+"""Each steps mechanism's publication on Spark, given its source and key."""
+
+Loader = Callable[[Any, Mapping[str, Any], int, Mapping[str, Any], ScannedFiles], Release]
+
+LOADERS: dict[str, tuple[Callable[[Iterable[str]], frozenset[str]], Loader]] = {
+    # Anatomy's QIT and ST stay in their files, every count a Spark job.
+    "anatomy": (lambda stems: frozenset({"qit", "st"}),
+                lambda schema, parameters, n_rows, tables, scans: load_anatomy(
+                    schema, parameters, n_rows, scans["qit"], scans["st"])),
+    # Mondrian's rows stay in their files; the covers are read.
+    "mondrian": (lambda stems: frozenset({ROWS}),
+                 lambda schema, parameters, n_rows, tables, scans: load_mondrian(
+                     schema, parameters, n_rows, tables, scans[ROWS])),
+    # An alpha-beta view and V' stay in their files.
+    "alphabeta": (lambda stems: frozenset({"view", "earlier"}.intersection(stems)),
+                  lambda schema, parameters, n_rows, tables, scans: load_alphabeta(
+                      schema, parameters, n_rows, scans["view"], scans.get("earlier", ()))),
+    # Ambiguity's AT_1..AT_m and ST stay in their files.
+    "ambiguity": (frozenset,
+                  lambda schema, parameters, n_rows, tables, scans: SparkAmbiguityRelease(
+                      schema, parameters, n_rows, scans)),
+}
+"""The releases counted on Spark from more than their rows: the stems left in their files, and
+the release built over them."""
+
+
+def is_spark_frame(data: object) -> bool:
+    """Whether ``data`` is a Spark DataFrame (classic or Spark Connect), without importing
+    pyspark."""
+    return type(data).__module__.startswith("pyspark.sql.") and hasattr(data, "sparkSession")
+
+
+class SparkEngine:
+    """Publishes a Spark DataFrame in Spark tasks (the release's rows stay in Spark until
+    ``save`` writes them) and counts a saved release with Spark aggregations."""
+
+    name = "spark"
+
+    def takes(self, data: object) -> bool:
+        return is_spark_frame(data) or isinstance(data, SparkSource)
+
+    @in_arrow_batches
+    def open(self, data: Any, *, sensitive: Sequence[str] | str | None = None,
+             quasi_identifiers: Sequence[str] | str | None = None,
+             domains: Mapping[str, Sequence[Any]] | None = None, row_id: str = ROW_ID,
+             observed_domains: bool = False) -> SparkSource:
+        """A Spark DataFrame (or a Parquet file or folder, read with `read_parquet` on the
+        active session) as a source, with its roles and declared domains; ``row_id`` names
+        its column of stable row ids."""
+        require_pyspark()
+        if isinstance(data, SparkSource):
+            return data
+        if isinstance(data, str | os.PathLike):
+            data = read_parquet(spark_session(), data)
+        return SparkSource(data, sensitive=sensitive, quasi_identifiers=quasi_identifiers,
+                           domains=domains, row_id=row_id, observed_domains=observed_domains)
+
+    @in_arrow_batches
+    def publish_rows(self, mechanism: RowMechanism, data: Any, *,
+                     random_state: RandomState = None, **options: Any) -> Any:
+        source = self.open(data, **options)
+        return publish_rows(mechanism, source, make_key(random_state))
+
+    @in_arrow_batches
+    def publish_blocks(self, mechanism: GroupMechanism, data: Any, *,
+                       random_state: RandomState = None, **options: Any) -> Any:
+        source = self.open(data, **options)
+        return publish_groups(mechanism, source, make_key(random_state))
+
+    @in_arrow_batches
+    def publish_steps(self, mechanism: Mechanism, data: Any, *,
+                      random_state: RandomState = None, **options: Any) -> Any:
+        source = self.open(data, **options)
+        key = make_key(random_state)
+        steps = STEPS.get(mechanism.name)
+        if steps is None:
+            raise SparkUnavailableError(f"{mechanism.name} does not run on Spark")
+        return steps(mechanism, source, key)
+
+    def views(self, mechanism: Any, data: Any, **options: Any) -> SparkViews:
+        """A sequence of alpha-beta views of the source, V' kept as a Spark table."""
+        return SparkViews(mechanism, self.open(data, **options))
+
+    def prepare_load(self, release_class: type[Release], stems: Iterable[str]
+                     ) -> frozenset[str]:
+        """Find or start the Spark session (refusing, in one line, without pyspark or Java);
+        the stems counted on Spark from their files."""
+        spark_session()
+        loader = LOADERS.get(release_class.mechanism)
+        return release_class.scanned | (loader[0](stems) if loader else frozenset())
+
+    def rebuild(self, release_class: type[Release], schema: Any,
+                parameters: Mapping[str, Any], n_rows: int, tables: Mapping[str, Any],
+                scans: ScannedFiles) -> Release:
+        if not scans:
+            return release_class._from_tables(schema, parameters, n_rows, tables)
+        loader = LOADERS.get(release_class.mechanism)
+        if loader is not None:
+            return loader[1](schema, parameters, n_rows, tables, scans)
+        return release_class._from_files(schema, parameters, n_rows, tables, scans)
+
+    def cube(self, paths: Sequence[Path], domains: Mapping[str, Any], n_rows: int, *,
+             constants: Sequence[str] = (), digests: Mapping[Any, str] | None = None,
+             row_counts: Any = None) -> SparkCube:
+        """A cube counting with Spark over the files (reading neither the rows nor the counts
+        of their distinct rows)."""
+        return SparkCube(paths, domains, n_rows, constants=constants)
+
+
+ENGINE = SparkEngine()

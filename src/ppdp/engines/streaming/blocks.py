@@ -1,0 +1,162 @@
+"""Group mechanisms on the streaming engine: a source published block by block, beyond
+memory (`ppdp.plan.blocks`).
+
+One pass over the rows appends each row's codes to its block's spill file (Arrow IPC, inside the
+staging directory); then each block is read back as a Table, published by the mechanism's
+``publish_block`` with its generator, written as part b of every published table, and its spill
+file deleted. Memory stays that of publishing one block in memory, plus the histogram and one
+batch of rows; the spill files hold the encoded rows once, on disk beside the release."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from ppdp.data.schema import Role, Schema
+from ppdp.engines.blocks import counts_rows, publish_one_block, write_part
+from ppdp.io.storage import commit_directory, staged_directory
+from ppdp.mechanisms.base import GroupMechanism
+from ppdp.plan import blocks
+from ppdp.plan.blocks import (
+    Labels,
+    _length,
+    _merge_parameters,
+    block_generator,
+    block_labels,
+)
+from ppdp.plan.keyed import make_key
+from ppdp.plan.rows import run_passes
+from ppdp.query.row_counts import RowCounter
+from ppdp.randomness import RandomState
+from ppdp.release.base import Release
+from ppdp.release.format import part_names
+from ppdp.release.target import check_target, require_replaceable_release
+from ppdp.release.write import write_metadata, write_row_counts
+from ppdp.table.source import DEFAULT_BATCH_ROWS, Batch, Source
+from ppdp.table.table import Table
+
+if TYPE_CHECKING:
+    from ppdp.mechanisms.base import Progress
+
+
+def publish_blocks(mechanism: GroupMechanism, source: Source,
+                   directory: str | os.PathLike[str], *, random_state: RandomState = None,
+                   batch_rows: int | None = None, overwrite: bool = False,
+                   progress: Progress | None = None,
+                   before_commit: Callable[[], object] | None = None) -> Path:
+    """Publish a source block by block into a new release directory, atomically.
+
+    ``progress(stage, rows done, rows in all)`` hears of each pass: ``"assign"`` (twice, when
+    there are several blocks), ``"exchange"`` and ``"publish"``.
+    """
+    target = Path(directory)
+    check_target(target, overwrite)
+    sensitive = mechanism.sensitive_columns(source)
+    batch_rows = batch_rows or DEFAULT_BATCH_ROWS
+    key = make_key(random_state)
+    n_blocks = max(1, math.ceil(source.n_rows / blocks.BLOCK_ROWS))
+    label = block_labels(source, sensitive, key, n_blocks, lambda passes: run_passes(
+        passes, _Reported(source, "assign", progress), batch_rows))
+    names = [c.name for c in source.schema.columns if c.role != Role.IGNORED]
+    schema = source.schema.select(names)
+    with staged_directory(target) as staging:
+        spills = [staging / f"block-{b:05d}.arrow" for b in range(n_blocks)]
+        _exchange(_Reported(source, "exchange", progress), schema, label, spills, batch_rows)
+        parameters: dict[str, Any] = {}
+        files: dict[str, list[str]] = {}
+        digests: dict[str, str] = {}
+        n_rows = groups = 0
+        counter = RowCounter()
+        for block, spill in enumerate(spills):
+            release = _publish_spill(mechanism, spill, schema, source.name, key, block,
+                                     n_blocks)
+            spill.unlink()
+            _write_block(staging, release, block, n_blocks, groups, files, digests, counter)
+            groups += _merge_parameters(parameters, release.parameters)
+            n_rows += release.n_rows
+            described = release.mechanism, release.schema
+            # One block's release in memory at a time.
+            del release
+            if progress is not None:
+                progress("publish", n_rows, source.n_rows)
+        listed: dict[str, str | list[str]] = {stem: parts[0] if len(parts) == 1 else parts
+                                              for stem, parts in files.items()}
+        write_row_counts(staging, counter.table(), listed, digests)
+        write_metadata(staging, described[0], parameters, n_rows, described[1], listed,
+                       digests)
+        if before_commit is not None:
+            before_commit()
+        commit_directory(staging, target, overwrite=overwrite,
+                         replaceable=require_replaceable_release)
+    return target
+
+
+class _Reported:
+    """A source whose batches tell ``progress`` how far a pass over it has read."""
+
+    def __init__(self, source: Source, stage: str, progress: Progress | None) -> None:
+        self.source = source
+        self.schema, self.n_rows, self.name = source.schema, source.n_rows, source.name
+        self.stage = stage
+        self.progress = progress
+
+    def histogram(self, columns: Sequence[str]) -> np.ndarray:
+        return self.source.histogram(columns)
+
+    def batches(self, batch_rows: int = DEFAULT_BATCH_ROWS,
+                columns: Sequence[str] | None = None) -> Iterator[Batch]:
+        for start, codes in self.source.batches(batch_rows, columns):
+            yield start, codes
+            if self.progress is not None:
+                self.progress(self.stage, start + _length(codes), self.n_rows)
+
+
+def _exchange(source: Source, schema: Schema, label: Labels, spills: Sequence[Path],
+              batch_rows: int) -> None:
+    """One pass over the rows, appending each row's codes to its block's spill file."""
+    arrow_schema = pa.schema([(c.name, pa.from_numpy_dtype(c.dtype)) for c in schema.columns])
+    with contextlib.ExitStack() as stack:
+        writers = [stack.enter_context(pa.ipc.new_file(str(path), arrow_schema))
+                   for path in spills]
+        for start, codes in source.batches(batch_rows, schema.names):
+            blocks = label(start, codes)
+            order = np.argsort(blocks, kind="stable")
+            ends = np.cumsum(np.bincount(blocks, minlength=len(spills)))
+            moved = [codes[name][order] for name in schema.names]
+            for block in np.flatnonzero(np.diff(ends, prepend=0)):
+                rows = slice(ends[block - 1] if block else 0, ends[block])
+                writers[block].write_batch(
+                    pa.record_batch([column[rows] for column in moved], schema=arrow_schema))
+
+
+def _publish_spill(mechanism: GroupMechanism, spill: Path, schema: Schema, name: str | None,
+                   key: int, block: int, n_blocks: int) -> Release:
+    """Publish one block, read back from its spill file, in memory with its generator."""
+    with pa.OSFile(str(spill)) as handle:
+        data = pa.ipc.open_file(handle).read_all()
+    table = Table(schema, {c: data.column(c).to_numpy() for c in schema.names}, name=name)
+    del data  # the Arrow copy of chunks that to_numpy concatenated
+    return publish_one_block(mechanism, table, block_generator(key, mechanism.name, block),
+                             block, n_blocks)
+
+
+def _write_block(staging: Path, release: Release, block: int, n_blocks: int, offset: int,
+                 files: dict[str, list[str]], digests: dict[str, str],
+                 counter: RowCounter) -> None:
+    """Write a block's published tables as part ``block`` of each, into ``files`` and
+    ``digests``, its group ids moved past the ``offset`` groups of the blocks before it; the
+    distinct rows of a release counted from its rows are counted into ``counter``."""
+    for stem, published in release._tables().items():
+        name = part_names(stem, n_blocks)[block]
+        counted = counts_rows(release, stem)
+        digests[name], counts = write_part(staging / name, published, offset, counted)
+        files.setdefault(stem, []).append(name)
+        if counted:
+            counter.add(counts)

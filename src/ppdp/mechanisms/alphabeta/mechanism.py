@@ -1,0 +1,295 @@
+"""The alpha-beta algorithm: random deletion of tuples and insertion of domain tuples
+(Sections 2 and 4, Algorithms 1-3).
+
+The view V keeps each tuple of the table I with probability alpha + beta (alpha-step) and adds
+each other tuple of the domain D = D_1 x .. x D_l with probability beta (beta-step, never
+enumerating D: `ppdp.mechanisms.alphabeta.draws`). A count query is estimated by
+``(n_V - beta n_D)/alpha`` (Algorithm 3), with n_D counted over the domain by
+`ppdp.query.domain_count.count_domain`.
+
+Privacy is (d, gamma)-privacy against tuple-independent adversaries whose prior on any tuple is
+at most d (Definitions 2.1-2.3): Theorem 4.3 holds when d <= gamma,
+``beta/(alpha + beta) >= d(1 - gamma)/(gamma(1 - d))`` and ``alpha + beta <= 1 - d/gamma``. For
+d = k n/m the paper chooses alpha + beta = 1/2 and beta = d/gamma = k n/(gamma m)
+(Section 4.2).
+
+Rows that repeat a tuple. The paper's I is a set; real tables repeat tuples (Adult's 30,162 rows
+hold 19,502 distinct tuples). Here each of the c rows of a tuple is kept with probability
+``alpha + beta/c`` (for c = 1 exactly the paper's alpha + beta), so that a tuple contributes
+alpha c + beta copies in expectation and the estimator stays unbiased for row counts. A tuple
+that appears twice in V was certainly in I: repeated tuples are perfectly correlated, which the
+paper's guarantee excludes (Section 6.1), and the guarantee covers tuples that occur once.
+
+Multiple views (Section 4.4.1, Algorithm 4) are published by `ViewSequence`; its steps run on
+every engine (in memory, batch by batch, on Spark), whose files are the same for the same key."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from ppdp.errors import InfeasibleError
+from ppdp.mechanisms.alphabeta.domain import MAX_DOMAIN, TupleDomain
+from ppdp.mechanisms.alphabeta.draws import view_rates
+from ppdp.mechanisms.alphabeta.guarantee import AlphaBetaGuarantee
+from ppdp.mechanisms.alphabeta.privacy import (
+    privacy_parameters,
+    public_row_count,
+    theorem_4_3_violations,
+    usefulness_rho,
+)
+from ppdp.mechanisms.alphabeta.release import AlphaBetaRelease
+from ppdp.mechanisms.alphabeta.views import ViewSequence
+from ppdp.mechanisms.base import StepsMechanism
+from ppdp.mechanisms.parameters import Parameter, require_open_unit, require_positive
+from ppdp.plan.resources import (
+    Footprint,
+    check_memory,
+    format_bytes,
+    format_count,
+    format_value,
+    published_columns,
+)
+from ppdp.randomness import RandomState
+from ppdp.table.source import Source
+from ppdp.table.table import Table
+
+ALPHABETA_ROW = Footprint(per_row=30, per_column=8)
+"""Alpha-beta per row of the table: int64 tuple keys, the distinct tuples with their inverse and
+counts, the per-row keep probabilities. Measured without inserted tuples at 2 10^6 rows: 78 bytes
+a row for 3 columns and 145 for 9, of which 0.4 (alpha) times ``ALPHABETA_TUPLE`` are the kept
+rows."""
+
+
+ALPHABETA_TUPLE = Footprint(per_row=16, per_column=9, minimum=64)
+"""Alpha-beta per tuple of the view: the sampled int64 keys with the sort of ``np.unique`` (the
+64-byte floor), then one int64 array per column from ``np.unravel_index``. Measured with 10^3
+rows and views of 4 10^5 to 5 10^6 tuples: 61, 64, 70, 97 and 124 bytes a tuple for 2, 3, 6, 9
+and 12 columns."""
+
+
+class AlphaBeta(StepsMechanism):
+    """The alpha-beta algorithm (Algorithms 1-3), with Algorithm 4 for repeated views."""
+
+    name = "alphabeta"
+    summary = ("alpha-beta: keep each tuple with probability alpha + beta, add random domain "
+               "tuples with probability beta; (d, gamma)-privacy of whole tuples")
+    footprint = ALPHABETA_ROW
+    parameters = (
+        Parameter("k", float, "adversary bound d = k n/m (with gamma; Section 4.2)",
+                  default=None),
+        Parameter("gamma", float, "posterior bound gamma of (d, gamma)-privacy", default=None),
+        Parameter("alpha", float, "explicit alpha (with beta; checked against Theorem 4.3 when "
+                                  "k and gamma are given)", default=None),
+        Parameter("beta", float, "explicit beta (with alpha)", default=None),
+        Parameter("v", int, "bound on the number of views of the same table (Algorithm 4)",
+                  default=1),
+        Parameter("noise", str, "'uniform' (Algorithm 2) or 'marginal': tuples inserted with "
+                                "probability proportional to the table's smoothed attribute "
+                                "marginals, beta for the most likely (Algorithm 5)",
+                  default="uniform"),
+        Parameter("max_rows", int, "refuse a view expected to hold more tuples than this (a "
+                                   "resource limit, not a privacy parameter; a tuple takes "
+                                   "about 100 bytes while publishing)",
+                  default=20_000_000, resource=True),
+    )
+    max_views = 10**6
+    """The largest v: later views divide by (alpha + beta)(1 - e^(-1/v)), computed with a
+    cancellation that loses about log10(v) of float64's 16 digits (Algorithm 4)."""
+    min_alpha = 1e-9
+    """The smallest alpha: the estimator divides by alpha, recovered as (alpha + beta) - beta
+    (Algorithm 3), which keeps 7 digits of it at this bound."""
+    guarantee_uses_table = True
+    guarantee_parameters = (
+        Parameter("n", int, "number of rows n (taken from the table when one is given)",
+                  default=None),
+        Parameter("m", int, "domain size m (taken from the table when one is given)",
+                  default=None),
+    )
+
+    def __init__(self, *, k: float | None = None, gamma: float | None = None,
+                 alpha: float | None = None, beta: float | None = None, v: int = 1,
+                 noise: str = "uniform", max_rows: int = 20_000_000) -> None:
+        explicit = alpha is not None or beta is not None
+        if explicit and (alpha is None or beta is None):
+            raise ValueError("give both alpha and beta, or neither (then k and gamma)")
+        if (k is None) != (gamma is None):
+            raise ValueError("give both k and gamma: the privacy is (k n/m, gamma)")
+        if not explicit and k is None:
+            raise ValueError("alphabeta needs k and gamma ((d, gamma)-privacy with d = k n/m), "
+                             "or explicit alpha and beta; e.g. -p k=10 -p gamma=0.2")
+        if k is not None:
+            require_positive("k", k)
+            require_open_unit("gamma", gamma)
+        if explicit:
+            require_open_unit("alpha", alpha)
+            require_open_unit("beta", beta)
+            if alpha + beta > 1:
+                raise ValueError(f"alpha + beta is a probability; got {alpha + beta:g} > 1")
+            if alpha < self.min_alpha:
+                raise ValueError(f"alpha must be at least {self.min_alpha:g} for the counts to "
+                                 f"be estimated (Algorithm 3 divides by it), got {alpha!r}")
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= self.max_views:
+            raise ValueError(f"v (number of views) must be an integer in 1..{self.max_views:,}, "
+                             f"got {format_value(v)}")
+        if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+            raise ValueError(f"max_rows must be an integer >= 1 (the largest expected view "
+                             f"size), got {max_rows!r}")
+        if noise not in ("uniform", "marginal"):
+            raise ValueError(f"noise must be 'uniform' or 'marginal', got {noise!r}")
+        if noise == "marginal" and v > 1:
+            raise ValueError("non-uniform noise (Algorithm 5) is for a single view: use v = 1")
+        self.k, self.gamma, self.alpha, self.beta, self.v = k, gamma, alpha, beta, v
+        self.noise = noise
+        self.max_rows = max_rows
+
+    def probabilities(self, n: int, m: int) -> tuple[float, float, float | None]:
+        """alpha, beta and d for a table of n rows over a domain of m tuples, checked against
+        Theorem 4.3 (InfeasibleError naming the condition that fails)."""
+        if self.alpha is None:
+            alpha, beta, d = privacy_parameters(k=self.k, gamma=self.gamma, n=n, m=m)
+            if alpha < self.min_alpha:
+                raise InfeasibleError(
+                    f"(d, gamma)-privacy with d = k n/m = {d:.4g} and gamma = {self.gamma:g} "
+                    f"leaves alpha = 1/2 - d/gamma = {alpha:.3g}, too small to estimate counts "
+                    f"from (at least {self.min_alpha:g}); raise gamma or lower k")
+            return alpha, beta, d
+        if self.k is None:
+            return self.alpha, self.beta, None
+        d = self.k * n / m
+        failed = theorem_4_3_violations(alpha=self.alpha, beta=self.beta, d=d, gamma=self.gamma)
+        if failed:
+            raise InfeasibleError(f"alpha = {self.alpha:g}, beta = {self.beta:g} do not give "
+                                  f"(d, gamma)-privacy for d = k n/m = {d:.4g}, gamma = "
+                                  f"{self.gamma:g}: " + "; ".join(failed))
+        return self.alpha, self.beta, d
+
+    def publish_table(self, table: Table, *, random_state: RandomState = None
+                      ) -> AlphaBetaRelease:
+        """The first view of a table in memory (Algorithm 1); ``views`` continues with
+        Algorithm 4."""
+        return self.views(table).publish(random_state=random_state)
+
+    def views(self, table: Table) -> ViewSequence:
+        """A sequence of views of ``table`` (Algorithm 4), the first of which is Algorithm 1;
+        each view is refused when it is expected to exceed ``max_rows`` tuples."""
+        return ViewSequence(self, table)
+
+    def public_probabilities(self, n: int, m: int) -> tuple[float, float, float | None]:
+        """alpha, beta and d as published for a table of n rows: with k and gamma, from n
+        rounded up by `public_row_count`, since beta = k n/(gamma m) would give n exactly."""
+        if self.k is None:
+            return self.probabilities(n, m)
+        rounded = public_row_count(n, k=self.k, gamma=self.gamma)
+        try:
+            return self.probabilities(rounded, m)
+        except InfeasibleError:
+            if self.alpha is not None:
+                raise
+        raise InfeasibleError(self._infeasible_message(n, rounded, m)) from None
+
+    def _infeasible_message(self, n: int, rounded: int, m: int) -> str:
+        """Why k and gamma fail for n rows once n is rounded, and the k or gamma that work."""
+
+        def feasible(k: float, gamma: float) -> bool:
+            beta = k * public_row_count(n, k=k, gamma=gamma) / (gamma * m)
+            return beta <= 0.5 and 0.5 - beta >= self.min_alpha
+
+        def boundary(low: float, high: float, ok: Callable[[float], bool]) -> float:
+            # ok is monotone on [low, high] (the rounded n grows with k, falls with gamma).
+            for _ in range(60):
+                middle = (low + high) / 2
+                low, high = (middle, high) if not ok(middle) else (low, middle)
+            return high
+
+        k, gamma = self.k, self.gamma
+        largest_k = boundary(0.0, k, lambda x: not feasible(x, gamma))
+        beta = k * rounded / (gamma * m)
+        text = (f"(d, gamma)-privacy with k = {k:g} and gamma = {gamma:g} needs beta = "
+                f"k n'/(gamma m) = {beta:.4g} > 1/2 (Theorem 4.3), where n' = {rounded:,} is the "
+                f"row count rounded up so that beta does not reveal it; lower k to at most "
+                f"{largest_k * 0.999:.4g}")
+        if feasible(k, 1 - 1e-9):
+            smallest = boundary(gamma, 1 - 1e-9, lambda x: feasible(k, x))
+            text += f" or raise gamma to at least {min(smallest * 1.001, 1 - 1e-9):.4g}"
+        return text
+
+    def expected_view_size(self, n: int, m: int, *, earlier: int = 0, view: int = 1) -> float:
+        """The expected number of tuples of view ``view`` of a table of n rows over m tuples,
+        with ``earlier`` tuples in V': alpha n + beta m for the first (Algorithm 1), and for
+        later ones ``(alpha + beta) n + B |V'| + C (m - n - |V'|)`` (Algorithm 4)."""
+        alpha, beta, _ = self.public_probabilities(n, m)
+        rates = view_rates(alpha, beta, self.v, view)
+        return (alpha + beta) * n + rates.earlier * earlier + rates.other * max(
+            m - n - earlier, 0)
+
+    def check_view_size(self, table: Table | Source, *, earlier: int = 0,
+                        view: int = 1) -> float:
+        """Refuse (InfeasibleError) a view expected to hold more than ``max_rows`` tuples
+        before any of it is drawn, and warn (``ppdp.resources.MemoryNeedWarning``) when the
+        memory it needs in memory is not available (a source is published on disk); return
+        the expected number of tuples."""
+        n, m = table.n_rows, TupleDomain.of(table.schema).size
+        size = self.expected_view_size(n, m, earlier=earlier, view=view)
+        if not isinstance(table, Table):
+            self._refuse_beyond_max_rows(n, m, size, earlier=earlier, view=view)
+            return size
+        columns = published_columns(table)
+        need = ALPHABETA_ROW.need(n, columns) + ALPHABETA_TUPLE.need(size, columns)
+        self._refuse_beyond_max_rows(n, m, size, earlier=earlier, view=view, memory=need)
+        check_memory(table, self.name, need=need, stacklevel=4)
+        return size
+
+    def _refuse_beyond_max_rows(self, n: int, m: int, size: float, *, earlier: int = 0,
+                                view: int = 1, memory: int | None = None) -> None:
+        """Refuse a view of ``size`` expected tuples beyond ``max_rows``, stating the memory it
+        needs when it is built in memory."""
+        if size <= self.max_rows:
+            return
+        alpha, beta, _ = self.public_probabilities(n, m)
+        # A limit with two significant digits at or above the expected size.
+        step = 10 ** max(0, math.floor(math.log10(size)) - 1)
+        enough = math.ceil(size / step) * step
+        how = "alpha n + beta m" if view == 1 else f"view {view}, |V'| = {earlier:,}"
+        smaller = "beta" if self.k is None or self.alpha is not None else \
+            "beta = k n/(gamma m) (raise gamma or lower k)"
+        need = "" if memory is None else f" and need about {format_bytes(memory)} of memory"
+        room = "disk space" if memory is None else "memory"
+        raise InfeasibleError(
+            f"the alpha-beta view would hold about {format_count(size)} tuples ({how} with "
+            f"n = {n:,}, m = {format_count(m)}, alpha = {alpha:.4g}, beta = {beta:.4g})"
+            f"{need}, more than max_rows = {self.max_rows:,}; lower {smaller}, or raise the "
+            f"limit if the {room} is there: max_rows={enough} (CLI: -p max_rows={enough})")
+
+    @staticmethod
+    def table_size(table: Table | None, n: int | None, m: int | None
+                   ) -> tuple[int | None, int | None]:
+        """n and m of ``table`` when one is given, else the options n and m, checked."""
+        if table is not None:
+            return table.n_rows, TupleDomain.of(table.schema).size
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+            raise ValueError(f"n (number of rows) must be an integer >= 0, got {format_value(n)}")
+        if m is not None and (isinstance(m, bool) or not isinstance(m, int)
+                              or not 1 <= m <= MAX_DOMAIN):
+            raise ValueError(f"m (domain size) must be an integer in 1..2^62 - 1, got "
+                             f"{format_value(m)}")
+        return n, m
+
+    def guarantee(self, table: Table | None = None, *, n: int | None = None,
+                  m: int | None = None) -> AlphaBetaGuarantee:
+        """Theorem 4.3 (and 4.4 for the Section 4.2 parameters) for a table of n rows over a
+        domain of m tuples, with alpha, beta and d as a view publishes them (from n rounded
+        up by `public_row_count` when they come from k and gamma)."""
+        n, m = self.table_size(table, n, m)
+        if n is None or m is None:
+            if self.alpha is None:
+                raise ValueError("the alpha and beta of k and gamma depend on n and m: give a "
+                                 "table (SOURCE) or -p n=... -p m=...")
+            alpha, beta, d = self.alpha, self.beta, None
+        else:
+            alpha, beta, d = self.public_probabilities(n, m)
+        rho = (usefulness_rho(k=self.k, gamma=self.gamma)
+               if self.k is not None and self.alpha is None else None)
+        size = None if n is None or m is None else alpha * n + beta * m
+        return AlphaBetaGuarantee(alpha=alpha, beta=beta, gamma=self.gamma, k=self.k, d=d,
+                                  n=n, m=m, views=self.v, rho=rho, expected_view_size=size)

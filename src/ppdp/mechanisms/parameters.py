@@ -1,0 +1,87 @@
+"""A mechanism's parameters as the command line and the docs show them (named by the
+paper's symbols), and the checks of their values: a clear error naming the parameter and its
+allowed range."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+
+
+def _is_real(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if not _is_int(value) or int(value) < minimum:  # type: ignore[call-overload]
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)  # type: ignore[call-overload]
+
+
+REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A mechanism parameter as the CLI and docs show it, named by the paper's symbol."""
+
+    name: str
+    kind: type
+    help: str
+    default: Any = REQUIRED
+    resource: bool = False
+    """A limit on memory or size (such as ``max_rows``), not a privacy parameter: it never
+    changes what is published, so ``parameter_values`` (what releases record and later views
+    must repeat) leaves it out."""
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    def convert(self, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                if self.kind is int:
+                    number = float(value)
+                    if not number.is_integer():
+                        raise ValueError
+                    return int(number)
+                return self.kind(value)
+            except ValueError:
+                raise ValueError(f"parameter {self.name!r} must be {self.kind.__name__}, got "
+                                 f"{value!r}") from None
+        return value
+
+
+def require_integer(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def require_positive(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def require_open_unit(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+        raise ValueError(f"{name} must be in the open interval (0, 1), got {value!r}")
+    return float(value)
+
+
+def require_unit_interval(name: str, value: Any) -> float:
+    """A probability bound: 0 < value <= 1 (1 means no constraint)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise ValueError(f"{name} must be in the interval (0, 1], got {value!r}")
+    return float(value)

@@ -1,0 +1,192 @@
+"""Engines: what runs a mechanism's plan and counts a saved release, chosen in one place.
+
+A mechanism declares the shape of its plan (``plan_shape``, DESIGN "Plans and engines"):
+
+* ``"rows"``: row-local (uniform, sdr, dbr, frapp): a `ppdp.plan.rows.RowPlan`, summary passes
+  then a kernel per batch of rows, every draw keyed by row id;
+* ``"blocks"``: group mechanisms (splu, anatomy, ambiguity): the rows cut into blocks of
+  exact proportional quotas (`ppdp.plan.blocks`), each published in memory by the
+  mechanism's ``publish_block``;
+* ``"steps"``: steps of its own (Mondrian's partitioning, alpha-beta's views), which each
+  engine runs with the mechanism's public steps;
+* ``"session"``: a query session over the data (laplace): counts through the engine's source.
+
+An engine runs every shape on the data it takes (`Engine`): the memory engine a `Table` (the
+reference), the streaming engine a `Source` read in batches (or a polars LazyFrame), the Spark
+engine a Spark DataFrame. `publish` picks the engine (`engine_for`): the only place where that
+is decided. Engines register here by name (`ENGINE_MODULES`, `register_engine`) and are imported
+when first asked for: nothing below `ppdp.engines` imports one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from ppdp.randomness import RandomState
+
+PLAN_SHAPES = ("rows", "blocks", "steps", "session")
+"""The shapes of plan a mechanism may declare (its ``plan_shape``)."""
+
+ENGINE_MODULES: dict[str, str] = {
+    "memory": "ppdp.engines.memory",
+    "streaming": "ppdp.engines.streaming",
+    "spark": "ppdp.engines.spark",
+}
+"""The module of each engine by name, in the order `engine_for` asks them whether they take
+some data; each module's ``ENGINE`` is the engine."""
+
+
+class Planned(Protocol):
+    """A mechanism as engines see it: its name and the shape of its plan."""
+
+    name: ClassVar[str]
+    plan_shape: ClassVar[str]
+
+
+class Published(Protocol):
+    """What an engine's publish gives when it does not hold the release in memory: ``save``
+    runs the rest of the work and writes the release directory, ``release.json`` last,
+    atomically; the directory."""
+
+    def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        ...
+
+
+class Engine(Protocol):
+    """Runs plans of every shape and counts saved releases.
+
+    ``open`` turns data, or a path with reading options, into what the engine publishes from
+    (a Table, a Source); the ``publish_*`` methods take that, a ``random_state`` (the release
+    key is made from it: `ppdp.plan.keyed.make_key`) and the engine's options (batch sizes,
+    progress). The same key gives the same release files on every engine (Spark: the same
+    answers where its files differ by design).
+    """
+
+    name: str
+
+    def takes(self, data: object) -> bool:
+        """Whether this engine publishes ``data`` as it is (`engine_for` asks)."""
+        ...
+
+    def open(self, data: Any, **options: Any) -> Any:
+        """``data`` (or the file or folder it names, read with ``options``: roles, domains,
+        reading rules) as this engine's input."""
+        ...
+
+    def publish_rows(self, mechanism: Any, data: Any, *, random_state: RandomState = None,
+                     **options: Any) -> Any:
+        """Run a row-local mechanism's plan (``mechanism.row_plan``)."""
+        ...
+
+    def publish_blocks(self, mechanism: Any, data: Any, *, random_state: RandomState = None,
+                       **options: Any) -> Any:
+        """Publish a group mechanism block by block (``mechanism.publish_block``)."""
+        ...
+
+    def publish_steps(self, mechanism: Any, data: Any, *, random_state: RandomState = None,
+                      **options: Any) -> Any:
+        """Run a mechanism's own steps (Mondrian, alpha-beta's first view)."""
+        ...
+
+    def views(self, mechanism: Any, data: Any) -> Any:
+        """A sequence of alpha-beta views of ``data`` (Algorithm 4), whose ``publish_to``
+        writes the next view."""
+        ...
+
+    def scanned(self, release_class: Any, stems: Iterable[str]) -> frozenset[str]:
+        """Of a saved release's file stems, those this engine counts from without reading them
+        into memory (`load_release` passes their paths)."""
+        ...
+
+    def rebuild(self, release_class: Any, schema: Any, parameters: Mapping[str, Any],
+                n_rows: int, tables: Mapping[str, Any], scans: ScannedFiles) -> Any:
+        """A saved release, from its tables read into memory and the files of its scanned
+        stems, counting with this engine."""
+        ...
+
+    def cube(self, paths: Sequence[Path], domains: Mapping[str, Any], n_rows: int, *,
+             constants: Sequence[str] = (), digests: Mapping[Any, str] | None = None,
+             row_counts: Any = None) -> Any:
+        """A cube (`ppdp.query.cube.Cube`) counting over published rows left in their files."""
+        ...
+
+
+class ScannedFiles(dict[str, list[Path]]):
+    """The files of a loaded release's scanned stems (stem: its parts, in order), with what
+    counting over them needs: the engine, the files' verified digests by identity, and the
+    counts of the distinct rows that the publisher wrote (`ppdp.query.row_counts`)."""
+
+    def __init__(self, paths: Mapping[str, Sequence[Path]], engine: Engine, *,
+                 digests: Mapping[Any, str] | None = None, row_counts: Any = None) -> None:
+        super().__init__({stem: list(files) for stem, files in paths.items()})
+        self.engine = engine
+        self.digests = digests
+        self.row_counts = row_counts
+
+    def cube(self, stem: str, domains: Mapping[str, Any], n_rows: int, *,
+             constants: Sequence[str] = ()) -> Any:
+        """The engine's cube over the rows of ``stem`` (domains: each column's values in code
+        order)."""
+        return self.engine.cube(self[stem], domains, n_rows, constants=constants,
+                                digests=self.digests, row_counts=self.row_counts)
+
+
+def register_engine(name: str, module: str) -> None:
+    """Make the engine ``module.ENGINE`` known as ``name`` (imported when first asked for);
+    it joins the engines `engine_for` asks, after those registered before it."""
+    if not name.isidentifier():
+        raise ValueError(f"an engine name is an identifier, not {name!r}")
+    ENGINE_MODULES[name] = module
+
+
+def get_engine(name: str) -> Engine:
+    """The engine registered as ``name``."""
+    try:
+        module = ENGINE_MODULES[name]
+    except KeyError:
+        raise ValueError(f"engine must be one of {', '.join(ENGINE_MODULES)}, not "
+                         f"{name!r}") from None
+    engine: Engine = importlib.import_module(module).ENGINE
+    return engine
+
+
+def engine_for(data: object, name: str | None = None) -> Engine:
+    """The engine that publishes ``data``: the one named, else the first registered that takes
+    it (a Table: memory; a Source or a polars LazyFrame: streaming; a Spark DataFrame:
+    spark)."""
+    if name is not None:
+        engine = get_engine(name)
+        return engine
+    for registered in ENGINE_MODULES:
+        engine = get_engine(registered)
+        if engine.takes(data):
+            return engine
+    raise TypeError(f"no engine publishes a {type(data).__name__}: publish a ppdp Table "
+                    f"(ppdp.read_table), a source read in batches (ppdp.io.scan_table: a CSV or "
+                    f"Parquet file or a polars LazyFrame) or a Spark DataFrame")
+
+
+def publish(mechanism: Planned, data: Any, *, engine: str | None = None,
+            random_state: RandomState = None, **options: Any) -> Any:
+    """Publish ``data`` with ``mechanism`` on the engine named, or the one that takes the data
+    (`engine_for`): the plan of the mechanism's shape, run by the engine, with the engine's
+    ``options`` (for the data: roles and domains of a Spark DataFrame or a LazyFrame; for the
+    work: ``batch_rows``, ``progress``)."""
+    runner = engine_for(data, engine)
+    shape = mechanism.plan_shape
+    if shape == "rows":
+        return runner.publish_rows(mechanism, data, random_state=random_state, **options)
+    if shape == "blocks":
+        return runner.publish_blocks(mechanism, data, random_state=random_state, **options)
+    if shape == "steps":
+        return runner.publish_steps(mechanism, data, random_state=random_state, **options)
+    if shape == "session":
+        batch_rows = options.pop("batch_rows", None)
+        return mechanism.session(runner.open(data, **options),  # type: ignore[attr-defined]
+                                 random_state=random_state, batch_rows=batch_rows)
+    raise ValueError(f"{mechanism.name} declares an unknown plan shape {shape!r}; one of "
+                     f"{', '.join(PLAN_SHAPES)}")

@@ -1,0 +1,210 @@
+"""The Release contract: what a mechanism publishes, how it is saved and how count queries are
+answered from it.
+
+A Release holds what is published and nothing more; its ``parameters`` hold exactly what the
+estimator and the guarantee need. ``count`` returns an Estimate (or a GroupedEstimate);
+``save`` writes the release directory atomically (`ppdp.io.storage`), ``release.json`` last
+with a SHA-256 digest of every file and of itself. A release that publishes rows
+(`RowsRelease`) counts, once loaded, from its files with the engine that loaded it
+(`ppdp.plan.engine.ScannedFiles`) and reads the rows only when asked."""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+
+from ppdp.data.schema import Schema
+from ppdp.estimate import Estimate, GroupedEstimate
+from ppdp.io.storage import commit_directory, staged_directory
+from ppdp.plan.engine import ScannedFiles
+from ppdp.plan.order import split_parts
+from ppdp.query.binding import BoundQuery, bind
+from ppdp.query.cube import Cube
+from ppdp.query.exact import _require_ungrouped, grouped
+from ppdp.query.row_counts import count_rows
+from ppdp.query.scan_cube import ScanCube
+from ppdp.query.syntax import Query
+from ppdp.release.arrow import rows_from_arrow, rows_to_arrow
+from ppdp.release.target import check_target, require_replaceable_release
+from ppdp.release.write import write_metadata, write_parts, write_row_counts
+
+
+class Release(ABC):
+    """What a mechanism publishes: rows and public parameters, nothing more.
+
+    Subclasses hold their published data, answer ``count`` and know how to write and read
+    their files. ``parameters`` holds exactly what the estimator and the guarantee need.
+    """
+
+    mechanism: ClassVar[str]
+    registry: ClassVar[dict[str, type[Release]]] = {}
+    answers_every_key: ClassVar[bool] = False
+    """GROUP BY lists every key of the domain product, not only non-zero estimates."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "mechanism" in cls.__dict__:
+            Release.registry[cls.mechanism] = cls
+
+    def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int) -> None:
+        self.schema = schema
+        self.parameters = dict(parameters)
+        self.n_rows = int(n_rows)
+        self.name: str | None = None
+        """The release's name in queries' FROM (its directory's name once saved or loaded)."""
+        self.part_rows: tuple[int, ...] | None = None
+        """Rows of each Parquet part of the published rows, in order (None: one part)."""
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v}" for k, v in self.parameters.items())
+        return f"{type(self).__name__}({self.n_rows} rows; {params})"
+
+    # -- answering queries ----------------------------------------------------------------
+
+    def count(self, query: str | Query) -> Estimate | GroupedEstimate:
+        """Estimate a count query (SQL text or Query) from the release."""
+        bound = bind(query, self.schema, table_name=self.name)
+        values, stderr = self._estimate([bound])[0]
+        if bound.group_by:
+            keep = np.ones(values.shape, dtype=bool) if self.answers_every_key else None
+            return grouped(self.schema, bound.group_by, values, stderr, keep=keep,
+                           interval=self._interval)
+        return self._interval(float(values), None if stderr is None or np.isnan(stderr)
+                              else float(stderr))
+
+    def _interval(self, value: float, stderr: float | None) -> Estimate:
+        """The Estimate for a value and standard error (normal 95 % interval by default)."""
+        return Estimate.with_stderr(value, stderr)
+
+    def count_all(self, queries: Iterable[str | Query]) -> tuple[np.ndarray, np.ndarray]:
+        """Estimates and standard errors (NaN where none) of many ungrouped queries at once."""
+        bound = [bind(q, self.schema, table_name=self.name) for q in queries]
+        for b in bound:
+            _require_ungrouped(b)
+        self._prefetch(bound)
+        results = self._estimate(bound)
+        values = np.asarray([float(v) for v, _ in results], dtype=np.float64)
+        stderr = np.asarray([np.nan if s is None else float(s) for _, s in results])
+        return values, stderr
+
+    def _prefetch(self, queries: Sequence[BoundQuery]) -> None:
+        """Prepare to answer these queries together (a release counting from its files
+        counts the tables they need in a few passes); by default nothing."""
+        return
+
+    @abstractmethod
+    def _estimate(self, queries: Sequence[BoundQuery]
+                  ) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        """For each query, estimates over its GROUP BY domains (a 0-d array when ungrouped)
+        and standard errors (NaN where unknown) or None."""
+
+    # -- files ------------------------------------------------------------------------------
+
+    @abstractmethod
+    def _tables(self) -> dict[str, pa.Table]:
+        """The published tables by file stem."""
+
+    @classmethod
+    @abstractmethod
+    def _from_tables(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
+                     tables: Mapping[str, pa.Table]) -> Release:
+        """Rebuild a release from its published tables (already validated to exist)."""
+
+    scanned: ClassVar[frozenset[str]] = frozenset()
+    """Stems whose files `_from_files` takes as paths, to count from without reading them whole
+    (none by default: every table is read into memory)."""
+
+    @classmethod
+    def _from_files(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
+                    tables: Mapping[str, pa.Table], scans: ScannedFiles) -> Release:
+        """Rebuild a release from its other tables and the files (parts in order) of its
+        ``scanned`` stems, which it counts from with the engine that loads it
+        (``scans.cube``; classes with ``scanned`` stems define it)."""
+        raise NotImplementedError(f"{cls.__name__} reads every table into memory")
+
+    def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False,
+             before_commit: Callable[[], Any] | None = None) -> Path:
+        """Write the release to a new directory, atomically (see `ppdp.storage`).
+
+        ``overwrite`` replaces a directory only if it holds nothing but a ppdp release.
+        ``release.json`` records a SHA-256 digest of every file and of itself, checked on load.
+        ``before_commit`` runs once the files are written and before the release appears; if
+        it raises, no release appears (alpha-beta records its views' state there).
+        """
+        target = Path(directory)
+        check_target(target, overwrite)
+        with staged_directory(target) as staging:
+            files: dict[str, str | list[str]] = {}
+            digests: dict[str, str] = {}
+            for stem, tables in self._tables().items():
+                files[stem] = write_parts(staging, stem, tables, digests)
+                if stem == "rows" and stem in self.scanned:
+                    write_row_counts(staging, count_rows(tables), files, digests)
+            write_metadata(staging, self.mechanism, self.parameters, self.n_rows, self.schema,
+                           files, digests)
+            if before_commit is not None:
+                before_commit()
+            commit_directory(staging, target, overwrite=overwrite,
+                             replaceable=require_replaceable_release)
+        self.name = target.resolve().name
+        return target
+
+
+def rows_domains(schema: Schema, extra: Mapping[str, pa.Array] | None = None
+                 ) -> dict[str, pa.Array]:
+    """The values of published rows' columns in code order, by column: the schema's, and
+    ``extra`` columns' (such as each row's sub-table), for a cube over their files."""
+    return {**{column.name: column.dictionary() for column in schema.columns}, **(extra or {})}
+
+
+class RowsRelease(Release):
+    """A release that publishes one row per input row (randomized or not) as ``rows.parquet``.
+
+    Published, it holds its rows' codes; loaded, it counts from its files (a `ScanCube`) and
+    reads the rows only when ``codes`` is asked for.
+    """
+
+    scanned = frozenset({"rows"})
+
+    def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
+                 codes: Mapping[str, np.ndarray] | ScanCube) -> None:
+        super().__init__(schema, parameters, n_rows)
+        self._codes: dict[str, np.ndarray] | None
+        self._cube: Cube
+        if isinstance(codes, ScanCube):
+            self._codes, self._cube = None, codes
+        else:
+            self._codes = dict(codes)
+            self._cube = Cube(self._codes, schema.sizes(), n_rows)
+
+    @property
+    def codes(self) -> dict[str, np.ndarray]:
+        """Every published row's codes, by column; a loaded release reads them from its files
+        on first use (the whole table in memory: counting never needs them)."""
+        if self._codes is None:
+            assert isinstance(self._cube, ScanCube)
+            self._codes = self._cube.read_codes()
+        return self._codes
+
+    def _prefetch(self, queries: Sequence[BoundQuery]) -> None:
+        if isinstance(self._cube, ScanCube):
+            self._cube.prefetch(query.columns for query in queries)
+
+    def _tables(self) -> dict[str, pa.Table]:
+        return {"rows": split_parts(rows_to_arrow(self.schema, self.codes), self.part_rows)}
+
+    @classmethod
+    def _from_tables(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
+                     tables: Mapping[str, pa.Table]) -> Release:
+        return cls(schema, parameters, n_rows, rows_from_arrow(schema, tables["rows"], n_rows))
+
+    @classmethod
+    def _from_files(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
+                    tables: Mapping[str, pa.Table], scans: ScannedFiles) -> Release:
+        return cls(schema, parameters, n_rows, scans.cube("rows", rows_domains(schema), n_rows))

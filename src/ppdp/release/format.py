@@ -1,0 +1,60 @@
+"""The release format: ``release.json`` and the Parquet files it lists (a table whole, or in
+parts), with the SHA-256 digest of every file and of the description itself."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+FORMAT_NAME = "ppdp-release"
+
+
+FORMAT_VERSION = 2
+
+
+METADATA_FILE = "release.json"
+
+
+def part_names(stem: str, parts: int) -> list[str]:
+    """File names of a published table written in ``parts`` parts (one: ``STEM.parquet``)."""
+    if parts == 1:
+        return [f"{stem}.parquet"]
+    return [f"{stem}-{index:05d}.parquet" for index in range(parts)]
+
+
+def release_file_names(files: Mapping[str, Any]) -> list[str]:
+    """Every data file a release's ``files`` entry lists (a name, or a list of parts)."""
+    names: list[str] = []
+    for entry in files.values():
+        names.extend(entry if isinstance(entry, list) else [entry])
+    return names
+
+
+def metadata_digest(metadata: Mapping[str, Any]) -> str:
+    """SHA-256 of ``release.json``'s content (all but this digest), in canonical JSON."""
+    content = {k: v for k, v in metadata.items() if k != "metadata_digest"}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes, as hex."""
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def file_digests(paths: Sequence[Path]) -> list[str]:
+    """SHA-256 of several files, as hex, hashed on a few threads at once.
+
+    hashlib releases the GIL while it hashes, so the parts of a large release are hashed on
+    several cores; a single file is hashed by one thread."""
+    workers = min(len(paths), os.cpu_count() or 1, 4)
+    if workers <= 1:
+        return [file_digest(path) for path in paths]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(file_digest, paths))

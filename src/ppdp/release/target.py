@@ -1,0 +1,46 @@
+"""What a release may be written over: nothing but a directory that holds a ppdp release and
+nothing else, so that ``overwrite`` never deletes a user's other files."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ppdp.errors import ReleaseError
+from ppdp.release.format import FORMAT_NAME, METADATA_FILE, release_file_names
+
+
+def check_target(target: Path, overwrite: bool) -> None:
+    """Refuse a target that exists (unless ``overwrite`` and it holds only a release) before
+    any work is done."""
+    if os.path.lexists(target):
+        if not overwrite:
+            raise FileExistsError(f"{target} already exists; choose another directory or "
+                                  f"pass overwrite=True (CLI: --overwrite)")
+        require_replaceable_release(target)
+
+
+def require_replaceable_release(path: Path) -> None:
+    """Raise unless ``path`` is a directory holding a ppdp release and nothing else, so that
+    ``overwrite`` never deletes a user's other files."""
+    if path.is_symlink() or not path.is_dir():
+        kind = "a symbolic link" if path.is_symlink() else "a file"
+        raise ReleaseError(f"{path} is {kind}, not a ppdp release directory; overwrite replaces "
+                           f"only a release; choose another output path")
+    try:
+        metadata = json.loads((path / METADATA_FILE).read_text())
+        files = set(release_file_names(metadata["files"])) \
+            if metadata.get("format") == FORMAT_NAME else None
+    except (OSError, ValueError, RecursionError, AttributeError, KeyError, TypeError):
+        files = None
+    if files is None:
+        raise ReleaseError(f"{path} is not a ppdp release (no valid {METADATA_FILE}); overwrite "
+                           f"replaces only a release, so its content is left alone; choose "
+                           f"another output path")
+    others = sorted(p.name for p in path.iterdir() if p.name not in files | {METADATA_FILE})
+    if others:
+        shown = ", ".join(others[:5]) + (" ..." if len(others) > 5 else "")
+        raise ReleaseError(f"{path} holds files that are not part of its release ({shown}); "
+                           f"overwrite would delete them, so it is refused; move them or choose "
+                           f"another output path")
