@@ -22,7 +22,6 @@ from ppdp.errors import QueryError
 from ppdp.query import binding as query_module
 from ppdp.query.binding import bind
 from ppdp.query.cube import Cube, count_histogram
-from ppdp.query.exact import exact_count
 from ppdp.query.parse import parse_query
 from ppdp.query.predicates import ColumnSet, Const, Predicate, RowCondition
 from ppdp.query.splitting import _split_atoms, split
@@ -44,7 +43,7 @@ from ppdp.query.syntax import (
     Query,
     TrueCondition,
 )
-from ppdp.table.table import Table, table_from_arrow
+from ppdp.table.table import Table, exact_count, table_from_arrow
 
 # ---------------------------------------------------------------------------------------------
 # A fixed table for parsing and binding.

@@ -19,11 +19,10 @@ import ppdp
 from ppdp.data.schema import Role
 from ppdp.errors import ReleaseError
 from ppdp.estimate import Z95, Estimate, GroupedEstimate
-from ppdp.query.exact import exact_count, exact_counts
 from ppdp.release.base import Release
 from ppdp.release.format import FORMAT_VERSION, file_digest, metadata_digest
 from ppdp.release.load import load_release
-from ppdp.table.table import Table, table_from_arrow
+from ppdp.table.table import Table, exact_count, exact_counts, table_from_arrow
 
 # ---------------------------------------------------------------------------------------------
 # Estimate and GroupedEstimate

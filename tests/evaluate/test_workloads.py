@@ -25,10 +25,9 @@ from ppdp.evaluate.workloads import (
     splu_pools,
 )
 from ppdp.query.binding import bind
-from ppdp.query.exact import exact_counts
 from ppdp.query.parse import parse_query
 from ppdp.query.syntax import And, Between, Col, Compare, Condition, In, Lit
-from ppdp.table.table import Table, table_from_arrow
+from ppdp.table.table import Table, exact_counts, table_from_arrow
 
 SIZE = 300
 

@@ -157,13 +157,13 @@ def test_generalized_values_do_not_depend_on_the_order_of_classes(
     high = np.maximum(low, rng.integers(0, column.size, n_classes))
     values = [np.unique(rng.integers(0, column.size, 2)) for _ in range(n_classes)]
 
-    def add(covers: covers._Covers, classes: list[int]) -> np.ndarray:
+    def add(covers: covers.Covers, classes: list[int]) -> np.ndarray:
         pairs = np.concatenate([j * column.size + values[c] for j, c in enumerate(classes)])
         return covers.add(low[classes], high[classes], pairs)
 
-    at_once = covers._Covers(column, bound)
+    at_once = covers.Covers(column, bound)
     keys = add(at_once, list(range(n_classes)))
-    by_parts = covers._Covers(column, bound)
+    by_parts = covers.Covers(column, bound)
     late, early = list(range(7, n_classes)), list(range(7))
     parts_keys = np.concatenate([add(by_parts, late), add(by_parts, early)])
     first, second = at_once.finish(), by_parts.finish()

@@ -29,7 +29,7 @@ from ppdp.engines.spark.cube import SparkCube
 from ppdp.errors import ReleaseError
 from ppdp.io.read import read_table
 from ppdp.mechanisms.alphabeta.mechanism import AlphaBeta
-from ppdp.mechanisms.alphabeta.release import _SEEN
+from ppdp.mechanisms.alphabeta.release import SEEN_COLUMN
 from ppdp.mechanisms.alphabeta.views import ViewSequence
 from ppdp.query.binding import bind
 from ppdp.query.cube import Cube
@@ -133,7 +133,7 @@ def test_counts_on_spark_equal_in_memory(saved, loaded, view):
 def test_the_wide_condition_runs_in_spark_tasks(loaded, monkeypatch):
     memory, counted = loaded["view2"]
     bound = bind(WIDE, counted.schema)
-    assert not counted._cube.fits((*bound.predicate.columns, _SEEN))
+    assert not counted._cube.fits((*bound.predicate.columns, SEEN_COLUMN))
     assert not counted._earlier_cube.fits(tuple(bound.predicate.columns))
     with pytest.raises(TypeError, match="computed in Spark"):
         next(counted._cube.code_batches(["sex"]))
@@ -150,11 +150,11 @@ def test_seen_flag_is_a_shuffle_join(loaded, capsys):
     from pyspark.sql import functions as F
 
     memory, counted = loaded["view2"]
-    flags = counted._cube._frame().groupBy(_SEEN).agg(F.count(F.lit(1)).alias("n"))
+    flags = counted._cube._frame().groupBy(SEEN_COLUMN).agg(F.count(F.lit(1)).alias("n"))
     found = dict(zip(*flags.toArrow().to_pydict().values(), strict=True))
-    # The flag's counts are the in-memory release's (column _SEEN of its cube).
+    # The flag's counts are the in-memory release's (column SEEN_COLUMN of its cube).
     assert found == {flag: int(count) for flag, count in
-                     enumerate(memory._cube.histogram([_SEEN])) if count}
+                     enumerate(memory._cube.histogram([SEEN_COLUMN])) if count}
     flags.explain()
     plan = capsys.readouterr().out
     assert "SortMergeJoin" in plan and "Broadcast" not in plan

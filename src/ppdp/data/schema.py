@@ -258,13 +258,13 @@ class Schema:
     ) -> Schema:
         """Assign roles: the given sensitive columns, the given quasi-identifiers (default: every
         other column), and ignored for the rest."""
-        sensitive = _as_names(sensitive)
+        sensitive = as_names(sensitive)
         for name in sensitive:
             self[name]
         if quasi_identifiers is None:
             qi = [n for n in self.names if n not in sensitive]
         else:
-            qi = _as_names(quasi_identifiers)
+            qi = as_names(quasi_identifiers)
             for name in qi:
                 self[name]
             both = sorted(set(qi) & set(sensitive))
@@ -286,7 +286,7 @@ class Schema:
         return cls(tuple(Column.from_json(c) for c in data))
 
 
-def _as_names(names: Iterable[str] | str | None) -> list[str]:
+def as_names(names: Iterable[str] | str | None) -> list[str]:
     if names is None:
         return []
     if isinstance(names, str):

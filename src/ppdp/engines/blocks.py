@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from ppdp.errors import InfeasibleError
 from ppdp.mechanisms.base import GroupMechanism
-from ppdp.plan.blocks import _offset_groups
+from ppdp.plan.blocks import offset_groups
 from ppdp.query.row_counts import RowCounter
 from ppdp.release.base import Release
 from ppdp.release.write import write_parquet
@@ -43,6 +43,6 @@ def write_part(path: Path, table: pa.Table, offset: int, counted: bool) -> tuple
     """Write a block's published table as its part of the release, its group ids (if any)
     moved past the ``offset`` groups of the blocks before it: the part's digest and, when
     ``counted``, the counts of its distinct rows (`RowCounter.count_part`), else None."""
-    table = _offset_groups(table, offset)
+    table = offset_groups(table, offset)
     digest = write_parquet(path, table)
     return digest, RowCounter().count_part(table) if counted else None

@@ -260,7 +260,7 @@ class _Workload:
            queries: Sequence[str | Query] | None, size: int, rng: np.random.Generator,
            notes: list[str]) -> _Workload:
         from ppdp.evaluate.workloads import format_condition, splu_pools
-        from ppdp.query.exact import exact_counts
+        from ppdp.table.table import exact_counts
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

@@ -295,7 +295,7 @@ def _splu_two(config: _Config) -> ExperimentResult:
     import ppdp
     from ppdp.evaluate.metrics import average_relative_error
     from ppdp.evaluate.workloads import format_condition
-    from ppdp.query.exact import exact_counts
+    from ppdp.table.table import exact_counts
 
     data = ppdp.datasets.adult(observed_domains=True).to_arrow()
     age = pc.cast(data.column("age"), pa.int64()).to_numpy()

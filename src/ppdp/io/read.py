@@ -155,7 +155,7 @@ def read_table(
         data = _arrow_from_object(source)
         _check_distinct(data.column_names, f"{_describe(source)} has", "rename them")
         if keep is not None:
-            _check_columns(keep, data.column_names)
+            check_columns(keep, data.column_names)
             data = data.select(keep)
         # In memory, a column of number strings is an accident of how the frame was built
         # (read as object or str): typed by its values as CSV text is.
@@ -260,7 +260,7 @@ def _keep(columns: Sequence[str] | None) -> list[str] | None:
     return keep
 
 
-def _check_columns(keep: Sequence[str], available: Sequence[str]) -> None:
+def check_columns(keep: Sequence[str], available: Sequence[str]) -> None:
     for name in keep:
         if name not in available:
             raise SchemaError(unknown_column_message(name, list(available)))
@@ -288,7 +288,7 @@ def _read_parquet(path: Path, keep: list[str] | None) -> pa.Table:
             _check_distinct(names, f"Parquet file {path} has",
                             "rewrite it with distinct names")
             if keep is not None:
-                _check_columns(keep, names)
+                check_columns(keep, names)
             data = file.read(columns=keep)
             # A damaged file can decode into invalid Arrow data (strings that are not UTF-8,
             # dictionary indices out of range) that would fail later, far from the cause.
@@ -472,7 +472,7 @@ def csv_layout(path: Path, keep: list[str] | None, *, sep: str | None, header: b
     else:
         _check_distinct(field_names, "names=[...] has", "give each column its own name")
     if keep is not None:
-        _check_columns(keep, field_names)
+        check_columns(keep, field_names)
     return CsvLayout(sep, skip_rows, header, field_names, encoding)
 
 

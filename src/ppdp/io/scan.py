@@ -36,7 +36,6 @@ from ppdp.io.read import (
     _PARQUET_SUFFIXES,
     DEFAULT_NA_VALUES,
     TextRule,
-    _check_columns,
     _clean_column,
     _is_text,
     _is_text_domain,
@@ -44,6 +43,7 @@ from ppdp.io.read import (
     _missing_message,
     _reason,
     apply_text_rule,
+    check_columns,
     check_encoding,
     csv_layout,
     decoding_error,
@@ -111,7 +111,7 @@ class _ParquetReader(_Reader):
             raise SchemaError(f"cannot read Parquet file {path} (is it a complete Parquet "
                               f"file?): {_reason(exc)}") from exc
         if keep is not None:
-            _check_columns(keep, names)
+            check_columns(keep, names)
         super().__init__(str(path), keep or names, True, path.stem)
         self.path, self.text = path, text
 
@@ -161,7 +161,7 @@ class _LazyFrameReader(_Reader):
     def __init__(self, frame: Any, keep: list[str] | None) -> None:
         names = list(frame.collect_schema().names())
         if keep is not None:
-            _check_columns(keep, names)
+            check_columns(keep, names)
         super().__init__(f"the polars {type(frame).__name__}", keep or names, False, None)
         self.frame = frame
 
@@ -281,7 +281,7 @@ class ScanSource(MarginalSource):
         self._last_lookup: dict[str, tuple[pa.Array, np.ndarray]] = {}
         unknown = sorted(set(domains) - set(reader.names))
         if unknown:
-            _check_columns(unknown, reader.names)
+            check_columns(unknown, reader.names)
         counts = self._count_values(batch_rows)
         # Text columns of a CSV file or LazyFrame are typed by their values, unless a text
         # domain is declared (read_table's rule).

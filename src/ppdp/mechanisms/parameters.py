@@ -12,16 +12,16 @@ from typing import Any
 import numpy as np
 
 
-def _is_int(value: object) -> bool:
+def is_int(value: object) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
 
 
-def _is_real(value: object) -> bool:
+def is_real(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
 
 
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if not _is_int(value) or int(value) < minimum:  # type: ignore[call-overload]
+def check_int(name: str, value: object, minimum: int) -> int:
+    if not is_int(value) or int(value) < minimum:  # type: ignore[call-overload]
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return int(value)  # type: ignore[call-overload]
 

@@ -84,7 +84,7 @@ def block_quotas(counts: np.ndarray, n_blocks: int) -> np.ndarray:
     return base[None, :] + (after_first < extra[None, :])
 
 
-def _length(codes: Mapping[str, np.ndarray]) -> int:
+def batch_length(codes: Mapping[str, np.ndarray]) -> int:
     return len(next(iter(codes.values())))
 
 
@@ -106,10 +106,10 @@ def block_labels(source: Source, sensitive: Sequence[str], key: int, n_blocks: i
 
 
 def _first_block(start: int, codes: Mapping[str, np.ndarray]) -> np.ndarray:
-    return np.zeros(_length(codes), dtype=np.uint8)
+    return np.zeros(batch_length(codes), dtype=np.uint8)
 
 
-def _offset_groups(table: pa.Table, offset: int) -> pa.Table:
+def offset_groups(table: pa.Table, offset: int) -> pa.Table:
     """A published table with its group ids (if any) moved past the earlier blocks' groups."""
     if GROUP_COLUMN not in table.column_names or offset == 0:
         return table
@@ -120,7 +120,7 @@ def _offset_groups(table: pa.Table, offset: int) -> pa.Table:
     return table.set_column(index, GROUP_COLUMN, moved)
 
 
-def _merge_parameters(merged: dict[str, Any], block: Mapping[str, Any]) -> int:
+def merge_parameters(merged: dict[str, Any], block: Mapping[str, Any]) -> int:
     """Fold one block's parameters into the release's; the block's number of groups.
 
     Group counts add up; every other parameter is the mechanism's, the same in each block.

@@ -5,14 +5,14 @@ encoded rows or over the files of a release.
 Modules: `syntax` (the query tree and its limits), `parse` and `sql` (parsing; sqlglot is
 imported only when a text is parsed), `predicates` (conditions bound to codes), `binding`
 (names and literals resolved against a schema), `splitting`, `cube` (contingency tables over
-code arrays), `scan_cube` (over Parquet files, with `cache`, `codes` and `encoding`),
-`exact` (true answers), `domain_count` (tuples of a whole domain satisfying a condition),
-`row_counts` (the counts of a release's distinct rows).
+code arrays), `scan_cube` (over Parquet files, with `cache`, `codes` and `encoding`), `grouped`
+(answers over GROUP BY domains), `domain_count` (tuples of a whole domain satisfying a
+condition), `row_counts` (the counts of a release's distinct rows). Exact answers on a table
+are the table's (`ppdp.table.Table.count`).
 """
 
 from ppdp.query.binding import BoundQuery, bind
 from ppdp.query.cube import MAX_CUBE_CELLS, Cube, count_histogram
-from ppdp.query.exact import exact_count, exact_counts, grouped
 from ppdp.query.parse import parse_query
 from ppdp.query.predicates import (
     AllOf,
@@ -31,4 +31,4 @@ from ppdp.query.syntax import MAX_DEPTH, MAX_QUERY_CHARS, MAX_TERMS, PARSED_CACH
 __all__ = ["MAX_CUBE_CELLS", "MAX_DEPTH", "MAX_QUERY_CHARS", "MAX_TERMS", "PARSED_CACHE_SIZE",
            "AllOf", "AnyOf", "BoundQuery", "ColumnSet", "Const", "Cube", "Negation",
            "Predicate", "Query", "RowCondition", "ScanCube", "bind", "count_histogram",
-           "exact_count", "exact_counts", "grouped", "parse_query", "simplify", "split"]
+           "grouped", "parse_query", "simplify", "split"]

@@ -26,7 +26,7 @@ from ppdp.plan.engine import ScannedFiles
 from ppdp.plan.order import split_parts
 from ppdp.query.binding import BoundQuery, bind
 from ppdp.query.cube import Cube
-from ppdp.query.exact import _require_ungrouped, grouped
+from ppdp.query.grouped import grouped, require_ungrouped
 from ppdp.query.row_counts import count_rows
 from ppdp.query.scan_cube import ScanCube
 from ppdp.query.syntax import Query
@@ -86,7 +86,7 @@ class Release(ABC):
         """Estimates and standard errors (NaN where none) of many ungrouped queries at once."""
         bound = [bind(q, self.schema, table_name=self.name) for q in queries]
         for b in bound:
-            _require_ungrouped(b)
+            require_ungrouped(b)
         self._prefetch(bound)
         results = self._estimate(bound)
         values = np.asarray([float(v) for v, _ in results], dtype=np.float64)

@@ -11,10 +11,10 @@ from typing import Any
 
 from ppdp.data import schema
 from ppdp.table.source import DEFAULT_BATCH_ROWS, Batch, MarginalSource, Source, TableSource
-from ppdp.table.table import Table, table_from_arrow
+from ppdp.table.table import Table, exact_count, exact_counts, table_from_arrow
 
 __all__ = ["DEFAULT_BATCH_ROWS", "Batch", "MarginalSource", "Source", "Table", "TableSource",
-           "table_from_arrow"]
+           "exact_count", "exact_counts", "table_from_arrow"]
 
 _MOVED = frozenset({"KIND_NAMES", "Column", "Ordered", "Role", "Schema", "arrange_domain",
                     "code_dtype", "dictionary_order", "encode_column",

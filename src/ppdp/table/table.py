@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -17,18 +17,19 @@ from ppdp.data.schema import (
     Ordered,
     Role,
     Schema,
-    _as_names,
     arrange_domain,
+    as_names,
     encode_column,
     logger,
     unknown_column_message,
 )
 from ppdp.errors import SchemaError
-
-if TYPE_CHECKING:
-    from ppdp.estimate import Estimate, GroupedEstimate
-    from ppdp.query.cube import Cube
-    from ppdp.query.syntax import Query
+from ppdp.estimate import Estimate, GroupedEstimate
+from ppdp.query.binding import bind
+from ppdp.query.cube import Cube, count_histogram
+from ppdp.query.grouped import grouped, require_ungrouped
+from ppdp.query.syntax import Query
+from ppdp.randomness import make_rng
 
 
 class Table:
@@ -68,8 +69,6 @@ class Table:
     def cube(self) -> Cube:
         """Contingency tables of this table, built on demand and kept: the truth for a query
         pool is then a few bincounts, whatever the number of queries."""
-        from ppdp.query.cube import Cube
-
         return Cube(self._codes, self.schema.sizes(), self.n_rows)
 
     def values(self, name: str) -> np.ndarray:
@@ -100,8 +99,6 @@ class Table:
 
     def resample(self, n_rows: int, *, random_state: Any = None) -> Table:
         """``n_rows`` rows drawn with replacement (for scaling experiments on real data)."""
-        from ppdp.randomness import make_rng
-
         rng = make_rng(random_state)
         return self.take(rng.integers(0, self.n_rows, size=n_rows))
 
@@ -146,7 +143,7 @@ class Table:
         rare value is present, that another is absent). Use it only where that is public;
         ``warn`` logs that risk (off only where the values present are known to be public).
         """
-        names = set(self.schema.names if columns is None else _as_names(columns))
+        names = set(self.schema.names if columns is None else as_names(columns))
         for name in names:
             self.schema[name]
         undeclared = sorted(c.name for c in self.schema.columns
@@ -167,8 +164,6 @@ class Table:
 
     def count(self, query: str | Query) -> Estimate | GroupedEstimate:
         """The exact answer of a count query (SQL text or a parsed Query)."""
-        from ppdp.query.exact import exact_count
-
         return exact_count(self, query)
 
 
@@ -188,3 +183,23 @@ def table_from_arrow(data: pa.Table, *, roles: Mapping[str, Role] | None = None,
         columns.append(column)
         codes[name] = column_codes
     return Table(Schema(tuple(columns)), codes)
+
+
+def exact_count(table: Table, query: str | Query) -> Estimate | GroupedEstimate:
+    """The true answer of a count query on a table."""
+    bound = bind(query, table.schema, table_name=table.name)
+    counts = count_histogram(table.cube, bound.predicate, bound.group_by)
+    if bound.group_by:
+        return grouped(table.schema, bound.group_by, counts, None, exact=True)
+    return Estimate.exact(float(counts))
+
+
+def exact_counts(table: Table, queries: Iterable[str | Query]) -> np.ndarray:
+    """True answers of many ungrouped count queries, sharing contingency tables."""
+    cube = table.cube
+    result = []
+    for query in queries:
+        bound = bind(query, table.schema, table_name=table.name)
+        require_ungrouped(bound)
+        result.append(float(count_histogram(cube, bound.predicate, ())))
+    return np.asarray(result, dtype=np.float64)

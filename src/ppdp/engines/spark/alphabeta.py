@@ -52,7 +52,7 @@ from ppdp.mechanisms.alphabeta.domain import TUPLE_DOMAIN_RISK, TupleDomain
 from ppdp.mechanisms.alphabeta.draws import (
     Piece,
     ViewStreams,
-    _repeated,
+    repeated_keys,
     source_distribution,
     view_rates,
 )
@@ -60,9 +60,9 @@ from ppdp.mechanisms.alphabeta.mechanism import AlphaBeta
 from ppdp.mechanisms.alphabeta.release import AlphaBetaRelease, even_parts
 from ppdp.mechanisms.alphabeta.views import (
     STATE_FORMAT,
-    _require_state,
     fingerprint_prefix,
     require_another_view,
+    require_state,
     view_parameters,
 )
 from ppdp.mechanisms.base import require_declared_domains
@@ -208,7 +208,7 @@ class SparkViews:
             state = {"format": STATE_FORMAT, "fingerprint": self.fingerprint,
                      "parameters": self.mechanism.parameter_values, "published": self.published}
             (staging / "state.json").write_text(json.dumps(state, indent=2) + "\n")
-            commit_directory(staging, target, overwrite=True, replaceable=_require_state)
+            commit_directory(staging, target, overwrite=True, replaceable=require_state)
         if self._pending is not None:
             self._pending.unpersist()
         self._pending, self._n_pending, self.n_earlier = None, 0, n_earlier
@@ -582,7 +582,7 @@ def _fingerprint(source: SparkSource, domain: TupleDomain) -> str:
     def digest(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         hashed = hashlib.sha256(prefix)
         for batch in batches:
-            for keys in _repeated(batch.column(_KEY).to_numpy(),
+            for keys in repeated_keys(batch.column(_KEY).to_numpy(),
                                   batch.column(_COUNT).to_numpy()):
                 hashed.update(keys.astype(np.int64).tobytes())
         yield pa.record_batch({"digest": pa.array([hashed.hexdigest()])})

@@ -25,7 +25,7 @@ from ppdp.data.schema import Schema
 from ppdp.engines.spark.cube import SparkCube, read_whole
 from ppdp.mechanisms.alphabeta.domain import TupleDomain
 from ppdp.mechanisms.alphabeta.draws import published_rates
-from ppdp.mechanisms.alphabeta.release import _SEEN, AlphaBetaRelease, require_probabilities
+from ppdp.mechanisms.alphabeta.release import SEEN_COLUMN, AlphaBetaRelease, require_probabilities
 from ppdp.query.binding import BoundQuery
 from ppdp.query.cube import Cube
 from ppdp.release.base import Release
@@ -34,7 +34,7 @@ SEEN_DOMAIN = pa.array([0, 1], pa.int8())
 """The values of the flag "in V'" in code order: code 0 for tuples outside V', 1 inside."""
 
 class SparkViewCube(SparkCube):
-    """The rows of an alpha-beta view, and the flag ``_SEEN`` (1 for a row whose tuple is in
+    """The rows of an alpha-beta view, and the flag ``SEEN_COLUMN`` (1 for a row whose tuple is in
     V', else 0; Algorithm 4), as a Cube counted on Spark.
 
     The flag is computed in Spark: a left join of the view's rows with the distinct tuples of
@@ -48,8 +48,8 @@ class SparkViewCube(SparkCube):
         super().__init__(paths, domains, n_rows)
         self.keys = tuple(keys)
         self.earlier = earlier
-        self.domains[_SEEN] = SEEN_DOMAIN
-        self.sizes[_SEEN] = len(SEEN_DOMAIN)
+        self.domains[SEEN_COLUMN] = SEEN_DOMAIN
+        self.sizes[SEEN_COLUMN] = len(SEEN_DOMAIN)
 
     def _require_unchanged(self) -> None:
         super()._require_unchanged()
@@ -59,16 +59,16 @@ class SparkViewCube(SparkCube):
     def _frame(self) -> Any:
         from pyspark.sql import functions as F
 
-        columns = [c for c in self.domains if c != _SEEN]
+        columns = [c for c in self.domains if c != SEEN_COLUMN]
         view = super()._frame().select(*columns)
         if self.earlier is None:
-            return view.withColumn(_SEEN, F.lit(0).cast("tinyint"))
+            return view.withColumn(SEEN_COLUMN, F.lit(0).cast("tinyint"))
         # Longer than every column name: the mark cannot clash with a column of the view.
         matched = "_" * (1 + max(len(c) for c in columns))
         earlier = self.earlier._frame().select(*self.keys).distinct().withColumn(
             matched, F.lit(1))
         return view.join(earlier.hint("merge"), list(self.keys), "left").select(
-            *columns, F.coalesce(F.col(matched), F.lit(0)).cast("tinyint").alias(_SEEN))
+            *columns, F.coalesce(F.col(matched), F.lit(0)).cast("tinyint").alias(SEEN_COLUMN))
 
     def code_batches(self, columns: Sequence[str]) -> Iterator[dict[str, np.ndarray]]:
         raise TypeError("the flag of a SparkViewCube is computed in Spark: its rows are not "
@@ -93,7 +93,7 @@ class SparkAlphaBetaRelease(AlphaBetaRelease):
     def _prefetch(self, queries: Sequence[BoundQuery]) -> None:
         """Count the tables of many queries in a few Spark aggregations (`ScanCube.prefetch`):
         the view's with the flag, and V''s."""
-        self._cube.prefetch((*query.columns, _SEEN) for query in queries)
+        self._cube.prefetch((*query.columns, SEEN_COLUMN) for query in queries)
         if isinstance(self._earlier_cube, SparkCube):
             self._earlier_cube.prefetch(query.columns for query in queries)
 

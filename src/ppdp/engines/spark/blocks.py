@@ -52,7 +52,7 @@ from ppdp.engines.spark.source import Run, SparkSource, _run_passes, _signed
 from ppdp.io.storage import commit_directory, staged_directory
 from ppdp.mechanisms.base import GroupMechanism
 from ppdp.plan import blocks
-from ppdp.plan.blocks import GROUP_COLUMN, Labels, _merge_parameters, block_labels
+from ppdp.plan.blocks import GROUP_COLUMN, Labels, block_labels, merge_parameters
 from ppdp.plan.keyed import KeyedStream
 from ppdp.query.row_counts import RowCounter
 from ppdp.release.base import Release
@@ -104,7 +104,7 @@ class SparkGroupRelease(SavedTables):
             for block in range(n_blocks):
                 described = pickle.loads(by_block[block][0]["described"])
                 offsets.append(groups)
-                groups += _merge_parameters(parameters, described["parameters"])
+                groups += merge_parameters(parameters, described["parameters"])
                 n_rows += described["n_rows"]
             held = [[(entry["name"], offsets[block], entry["counted"])
                      for entry in by_block[block] if entry["digest"] is None]

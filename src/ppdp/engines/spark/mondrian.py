@@ -5,7 +5,7 @@ The executor runs the beyond-memory publication of `ppdp.mechanisms.mondrian`
 (``_publish_hybrid``) with Spark doing the passes over the rows:
 
 1. while a partition holds more than ``local_rows`` rows, its cut is decided on the driver by
-   the same code (``_cut_top``, ``_choose_cuts``) from histograms that are Spark aggregations:
+   the same code (``cut_top``, ``_choose_cuts``) from histograms that are Spark aggregations:
    each task labels its rows with their open partition by descending the cuts made so far
    (the small tree of cuts, shipped to it), and one ``groupingSets`` over (partition, rank of
    each quasi-identifier, and the sensitive value for l >= 2) counts them; only the counts,
@@ -17,13 +17,13 @@ The executor runs the beyond-memory publication of `ppdp.mechanisms.mondrian`
    `ppdp.spark.read_parquet`'s splits do, else after an exchange by range of row id: see
    ``_in_runs``) and labels them with their small partition; the rows are exchanged once by
    it, and each task partitions its small partitions, one at a time, in memory with the code
-   of the in-memory path (``_leaf_keys``), labelling each row with the key of its class's
+   of the in-memory path (``leaf_keys``), labelling each row with the key of its class's
    generalized value per quasi-identifier (a set of values travels as its codes, in bytes);
 3. the distinct keys of each quasi-identifier (an aggregation: at most as many as the
    generalized values) reach the driver, which numbers the generalized values in their
-   canonical order (``_Covers``), whatever task found them;
+   canonical order (``Covers``), whatever task found them;
 4. the rows are exchanged by part of the release order; the task holding a part puts it in
-   release order (rank, row id) and writes it (``_part_table``,
+   release order (rank, row id) and writes it (``part_table``,
    `ppdp.release.write_parquet`); the driver writes the generalized values' tables and
    ``release.json`` last and commits the directory atomically: the files that
    ``Mondrian.publish(table).save`` writes with the same key.
@@ -47,21 +47,21 @@ from ppdp.engines.spark.saved import SavedTables
 from ppdp.engines.spark.session import ROW_ID, in_arrow_batches
 from ppdp.engines.spark.source import Run, SparkSource, _codes, _in_domain, _signed
 from ppdp.io.storage import commit_directory, staged_directory
-from ppdp.mechanisms.mondrian.covers import ROWS, _Covers
-from ppdp.mechanisms.mondrian.mechanism import STREAM, _Setup
-from ppdp.mechanisms.mondrian.partition import _rank_matrix
+from ppdp.mechanisms.mondrian.covers import ROWS, Covers
+from ppdp.mechanisms.mondrian.mechanism import STREAM, MondrianSetup
+from ppdp.mechanisms.mondrian.partition import rank_matrix
 from ppdp.mechanisms.mondrian.steps import (
-    _DRAW,
-    _ROW,
-    _SENSITIVE,
+    DRAW,
     LOCAL_ROWS,
-    _column,
-    _cut_top,
-    _leaf_keys,
-    _open_batch,
-    _part_table,
-    _Top,
-    _write_release,
+    ROW,
+    SENSITIVE,
+    CutTree,
+    cut_top,
+    leaf_keys,
+    open_batch,
+    part_table,
+    spill_column,
+    write_release,
 )
 from ppdp.plan.keyed import KeyedStream
 from ppdp.plan.order import part_count, part_of
@@ -84,8 +84,8 @@ class SparkMondrianRelease(SavedTables):
 
     mechanism = "mondrian"
 
-    def __init__(self, mondrian: Mondrian, source: SparkSource, setup: _Setup, top: _Top,
-                 covers: Mapping[str, _Covers], key: int) -> None:
+    def __init__(self, mondrian: Mondrian, source: SparkSource, setup: MondrianSetup, top: CutTree,
+                 covers: Mapping[str, Covers], key: int) -> None:
         self.source = source
         self.n_rows = source.n_rows
         self.schema = setup.published
@@ -115,14 +115,14 @@ class SparkMondrianRelease(SavedTables):
         sets = [d for d, name in enumerate(setup.quasi) if covers[name].by_values]
         keyed = self._keyed(covers, sets).persist()
         try:
-            columns = [_column(d) for d in range(len(setup.quasi))]
+            columns = [spill_column(d) for d in range(len(setup.quasi))]
             flags = [f"__grouped{d}" for d in range(len(columns))]
             # One row per distinct key of each quasi-identifier reaches the driver.
             found = keyed.groupingSets([[c] for c in columns], *columns).agg(
                 *(F.grouping(c).alias(f) for c, f in zip(columns, flags, strict=True))
             ).toArrow()
             for d, (name, flag) in enumerate(zip(setup.quasi, flags, strict=True)):
-                keys = found.filter(pc.equal(found.column(flag), 0)).column(_column(d))
+                keys = found.filter(pc.equal(found.column(flag), 0)).column(spill_column(d))
                 if d in sets:
                     covers[name].add_sets(keys.to_pylist())
                 else:
@@ -136,7 +136,7 @@ class SparkMondrianRelease(SavedTables):
 
                 def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
                     for index, part in _by_part(batches):
-                        digest = write_parquet(Path(where) / names[index], _part_table(
+                        digest = write_parquet(Path(where) / names[index], part_table(
                             setup, covers, generalized, _spilled(setup, part, known)))
                         yield pa.record_batch({"part": pa.array([index], pa.int32()),
                                                "digest": pa.array([digest])})
@@ -148,10 +148,10 @@ class SparkMondrianRelease(SavedTables):
                                  written.column("digest").to_pylist(), strict=True))
                 # A part no row fell in is written empty, as the other paths write it.
                 digests = {name: found[index] if index in found else write_parquet(
-                    staging / name, _part_table(setup, covers, generalized, None))
+                    staging / name, part_table(setup, covers, generalized, None))
                     for index, name in enumerate(names)}
                 mondrian = self._mondrian
-                _write_release(staging, setup, mondrian.k, mondrian.l, mondrian.diversity,
+                write_release(staging, setup, mondrian.k, mondrian.l, mondrian.diversity,
                                n_rows, generalized, digests)
                 commit_directory(staging, target, overwrite=overwrite,
                                  replaceable=require_replaceable_release)
@@ -160,7 +160,7 @@ class SparkMondrianRelease(SavedTables):
         self.saved = target
         return target
 
-    def _keyed(self, covers: Mapping[str, _Covers], sets: Sequence[int]) -> Any:
+    def _keyed(self, covers: Mapping[str, Covers], sets: Sequence[int]) -> Any:
         """The rows with their classes' keys (a set as bytes), sensitive code, rank, row id and
         part, lazily: exchanged by small partition, each partitioned in memory in a task."""
         setup, top, source, stream = self._setup, self._top, self.source, self._stream
@@ -174,12 +174,12 @@ class SparkMondrianRelease(SavedTables):
         def label(runs: Iterator[Run]) -> Iterator[pa.RecordBatch]:
             # Runs of consecutive row ids draw their ranks as the in-memory path does.
             for start, ids, codes in runs:
-                node = top.descend(_rank_matrix(setup.ranks(codes), widest))
+                node = top.descend(rank_matrix(setup.ranks(codes), widest))
                 draws = stream.raw(start, len(ids))
                 yield pa.record_batch({
-                    **{_column(d): pa.array(codes[name].astype(kinds[name][0]))
+                    **{spill_column(d): pa.array(codes[name].astype(kinds[name][0]))
                        for d, name in enumerate(quasi)},
-                    _SENSITIVE: pa.array(codes[setup.sensitive].astype(
+                    SENSITIVE: pa.array(codes[setup.sensitive].astype(
                         kinds[setup.sensitive][0])),
                     _NODE: pa.array(node.astype(np.int32)),
                     # Signed, with the top bit flipped: Spark sorts it as the unsigned rank.
@@ -198,31 +198,32 @@ class SparkMondrianRelease(SavedTables):
             for node, rows in _by_node(batches):
                 count = rows.num_rows
                 if node in top_keys:
-                    keys = {_column(d): pa.array([key] * 1, pa.binary() if d in sets
+                    keys = {spill_column(d): pa.array([key] * 1, pa.binary() if d in sets
                                                  else pa.int64()).take(np.zeros(count, np.intp))
                             for d, key in enumerate(top_keys[node])}
                 else:
-                    leaf = pa.table({**{_column(d): rows.column(_column(d)).to_numpy()
+                    leaf = pa.table({**{spill_column(d): rows.column(spill_column(d)).to_numpy()
                                         .astype(dtypes[name]) for d, name in enumerate(quasi)},
-                                     _SENSITIVE: rows.column(_SENSITIVE)})
+                                     SENSITIVE: rows.column(SENSITIVE)})
                     # Covers of its own for each small partition: its sets are numbered
                     # anew, and sent as bytes.
                     mine = setup.covers()
-                    found = _leaf_keys(setup, k, l, diversity, mine, leaf)
+                    found = leaf_keys(setup, k, l, diversity, mine, leaf)
                     keys = {column: (pa.array(mine[quasi[d]].sets(), pa.binary())
                                      .take(pa.array(found[column])) if d in sets
                                      else pa.array(found[column].astype(np.int64)))
                             for d, column in enumerate(found)}
                 yield pa.record_batch({**keys, **{name: rows.column(name).combine_chunks()
-                                                  for name in (_SENSITIVE, _RANK, ROW_ID,
+                                                  for name in (SENSITIVE, _RANK, ROW_ID,
                                                                _PART)}})
 
-        labelled = ", ".join([*(f"{_column(d)} {kinds[name][1]}" for d, name in enumerate(quasi)),
-                              f"{_SENSITIVE} {kinds[setup.sensitive][1]}", f"{_NODE} int",
+        labelled = ", ".join([*(f"{spill_column(d)} {kinds[name][1]}"
+                                for d, name in enumerate(quasi)),
+                              f"{SENSITIVE} {kinds[setup.sensitive][1]}", f"{_NODE} int",
                               f"{_RANK} long", f"{ROW_ID} long", f"{_PART} int"])
-        published = ", ".join([*(f"{_column(d)} {'binary' if d in sets else 'long'}"
+        published = ", ".join([*(f"{spill_column(d)} {'binary' if d in sets else 'long'}"
                                  for d in range(dims)),
-                               f"{_SENSITIVE} {kinds[setup.sensitive][1]}", f"{_RANK} long",
+                               f"{SENSITIVE} {kinds[setup.sensitive][1]}", f"{_RANK} long",
                                f"{ROW_ID} long", f"{_PART} int"])
         return (source.map_runs(inputs, label, labelled)
                 .repartition(_NODE).sortWithinPartitions(_NODE)
@@ -247,29 +248,29 @@ def _by_node(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, pa.Table]
         yield current, pa.Table.from_batches(pending)
 
 
-def _spilled(setup: _Setup, part: pa.Table, known: Mapping[int, pa.Array]) -> pa.Table:
+def _spilled(setup: MondrianSetup, part: pa.Table, known: Mapping[int, pa.Array]) -> pa.Table:
     """A part's rows as the spill files of the beyond-memory path hold them: each class's key
     per quasi-identifier (a set's: its position in ``known``), the sensitive code, the draw and
     the row id."""
     keys = {}
     for d in range(len(setup.quasi)):
-        column = part.column(_column(d))
-        keys[_column(d)] = (pc.index_in(column.combine_chunks(), value_set=known[d]).to_numpy(
+        column = part.column(spill_column(d))
+        keys[spill_column(d)] = (pc.index_in(column.combine_chunks(), value_set=known[d]).to_numpy(
             zero_copy_only=False).astype(np.int64) if d in known
             else column.to_numpy().astype(np.int64))
-    return pa.table({**keys, _SENSITIVE: part.column(_SENSITIVE),
-                     _DRAW: part.column(_RANK).to_numpy().view(np.uint64) ^ _TOP_BIT,
-                     _ROW: part.column(ROW_ID)})
+    return pa.table({**keys, SENSITIVE: part.column(SENSITIVE),
+                     DRAW: part.column(_RANK).to_numpy().view(np.uint64) ^ _TOP_BIT,
+                     ROW: part.column(ROW_ID)})
 
 
 class _SparkCounts:
     """A level's counts (`ppdp.mechanisms.mondrian._LevelCounts`) as Spark aggregations over
     the source's rows, each task labelling its rows with their open partition."""
 
-    def __init__(self, setup: _Setup, source: SparkSource) -> None:
+    def __init__(self, setup: MondrianSetup, source: SparkSource) -> None:
         self.setup, self.source = setup, source
 
-    def ranks(self, top: _Top, lookup: np.ndarray, count: int, n_values: int, stage: str
+    def ranks(self, top: CutTree, lookup: np.ndarray, count: int, n_values: int, stage: str
               ) -> list[np.ndarray]:
         """Counts by rank of each quasi-identifier in each open partition (and by sensitive
         value when ``n_values`` is its domain's size), as `_rank_histograms` gives them."""
@@ -286,7 +287,7 @@ class _SparkCounts:
                               .astype(np.int64).reshape(count, n, n_values))
         return histograms
 
-    def around(self, top: _Top, lookup: np.ndarray, median: np.ndarray, diversity: str,
+    def around(self, top: CutTree, lookup: np.ndarray, median: np.ndarray, diversity: str,
                stage: str) -> np.ndarray:
         """How many rows of each sensitive value lie below, at and above each open
         partition's median on each attribute, as `_values_around` gives them."""
@@ -302,7 +303,7 @@ class _SparkCounts:
             around[d] = found if frequency else found > 0
         return around.reshape(dims, count, 3, n_values).transpose(1, 0, 2, 3)
 
-    def _count(self, top: _Top, lookup: np.ndarray, median: np.ndarray | None,
+    def _count(self, top: CutTree, lookup: np.ndarray, median: np.ndarray | None,
                by_value: bool) -> pa.Table:
         """The rows in open partitions counted by (partition, rank on an attribute — or, given
         the medians, whether below, at or above the median on it — and sensitive value when
@@ -313,8 +314,8 @@ class _SparkCounts:
         dims = len(setup.quasi)
         inputs = [setup.schema[name] for name in
                   (*setup.quasi, *([setup.sensitive] if by_value else []))]
-        columns = [_column(d) for d in range(dims)]
-        values = [_SENSITIVE] if by_value else []
+        columns = [spill_column(d) for d in range(dims)]
+        values = [SENSITIVE] if by_value else []
         schema = ", ".join([f"{_LOCAL} int", *(f"{c} int" for c in columns),
                             *(f"{v} int" for v in values)])
         flags = [f"__grouped{d}" for d in range(dims)]
@@ -326,7 +327,7 @@ class _SparkCounts:
             *(F.grouping(c).alias(f) for c, f in zip(columns, flags, strict=True))).toArrow()
 
 
-def _labelling(setup: _Setup, inputs: Sequence[Any], top: _Top, lookup: np.ndarray,
+def _labelling(setup: MondrianSetup, inputs: Sequence[Any], top: CutTree, lookup: np.ndarray,
                median: np.ndarray | None, by_value: bool
                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The task of a level's aggregation: each row in an open partition as its position
@@ -336,15 +337,15 @@ def _labelling(setup: _Setup, inputs: Sequence[Any], top: _Top, lookup: np.ndarr
     def label(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             codes = {c.name: _in_domain(c, _codes(c, batch.column(c.name))) for c in inputs}
-            local, ranks, values = _open_batch(setup, top, lookup, codes, sensitive=by_value)
+            local, ranks, values = open_batch(setup, top, lookup, codes, sensitive=by_value)
             if median is not None:
                 row_median = median[local].astype(ranks.dtype)
                 ranks = (ranks >= row_median).astype(np.int8) + (ranks > row_median)
             yield pa.record_batch({
                 _LOCAL: pa.array(local.astype(np.int32)),
-                **{_column(d): pa.array(ranks[:, d].astype(np.int32))
+                **{spill_column(d): pa.array(ranks[:, d].astype(np.int32))
                    for d in range(ranks.shape[1])},
-                **({_SENSITIVE: pa.array(values.astype(np.int32))} if values is not None
+                **({SENSITIVE: pa.array(values.astype(np.int32))} if values is not None
                    else {})})
 
     return label
@@ -359,7 +360,7 @@ def _cells(counted: pa.Table, d: int, by_value: bool
     def codes(name: str) -> np.ndarray:
         return mine.column(name).to_numpy().astype(np.int64)
 
-    return (codes(_LOCAL), codes(_column(d)), codes(_SENSITIVE) if by_value else None,
+    return (codes(_LOCAL), codes(spill_column(d)), codes(SENSITIVE) if by_value else None,
             codes(_COUNT))
 
 
@@ -370,6 +371,6 @@ def publish_mondrian(mondrian: Mondrian, source: SparkSource, key: int, *,
     release written, by ``save``."""
     setup = mondrian.setup(source)
     covers = setup.covers()
-    top = _cut_top(setup, mondrian.k, mondrian.l, mondrian.diversity, source.n_rows, covers,
+    top = cut_top(setup, mondrian.k, mondrian.l, mondrian.diversity, source.n_rows, covers,
                    _SparkCounts(setup, source), local_rows)
     return SparkMondrianRelease(mondrian, source, setup, top, covers, key)

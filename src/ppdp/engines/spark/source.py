@@ -21,7 +21,7 @@ from ppdp.engines.spark.session import (
     parquet_files,
 )
 from ppdp.errors import SchemaError
-from ppdp.io.read import _check_columns
+from ppdp.io.read import check_columns
 from ppdp.io.scan import source_schema
 from ppdp.plan.rows import Pass, Taken
 from ppdp.table.source import MarginalSource
@@ -76,7 +76,7 @@ class SparkSource(MarginalSource):
             raise SchemaError(f"the row-id column {row_id!r} must hold integers")
         self.frame, self.row_id, self.name = frame, row_id, None
         names = [name for name in frame.columns if name != row_id]
-        _check_columns(sorted(set(domains or {}) - set(names)), names)
+        check_columns(sorted(set(domains or {}) - set(names)), names)
         files = parquet_files(frame) if row_id == ROW_ID else None
         self.files = files if files is not None and _read_by_tasks(files, frame, names) \
             else None

@@ -26,10 +26,10 @@ from ppdp.mechanisms.base import GroupMechanism
 from ppdp.plan import blocks
 from ppdp.plan.blocks import (
     Labels,
-    _length,
-    _merge_parameters,
+    batch_length,
     block_generator,
     block_labels,
+    merge_parameters,
 )
 from ppdp.plan.keyed import make_key
 from ppdp.plan.rows import run_passes
@@ -79,7 +79,7 @@ def publish_blocks(mechanism: GroupMechanism, source: Source,
                                      n_blocks)
             spill.unlink()
             _write_block(staging, release, block, n_blocks, groups, files, digests, counter)
-            groups += _merge_parameters(parameters, release.parameters)
+            groups += merge_parameters(parameters, release.parameters)
             n_rows += release.n_rows
             described = release.mechanism, release.schema
             # One block's release in memory at a time.
@@ -115,7 +115,7 @@ class _Reported:
         for start, codes in self.source.batches(batch_rows, columns):
             yield start, codes
             if self.progress is not None:
-                self.progress(self.stage, start + _length(codes), self.n_rows)
+                self.progress(self.stage, start + batch_length(codes), self.n_rows)
 
 
 def _exchange(source: Source, schema: Schema, label: Labels, spills: Sequence[Path],

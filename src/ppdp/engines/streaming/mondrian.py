@@ -22,20 +22,20 @@ import pyarrow as pa
 from ppdp.io.storage import commit_directory, staged_directory
 from ppdp.mechanisms.base import Progress
 from ppdp.mechanisms.mondrian import steps
-from ppdp.mechanisms.mondrian.covers import ROWS, _Covers
-from ppdp.mechanisms.mondrian.mechanism import STREAM, Mondrian, _Setup
-from ppdp.mechanisms.mondrian.partition import _rank_matrix
+from ppdp.mechanisms.mondrian.covers import ROWS, Covers
+from ppdp.mechanisms.mondrian.mechanism import STREAM, Mondrian, MondrianSetup
+from ppdp.mechanisms.mondrian.partition import rank_matrix
 from ppdp.mechanisms.mondrian.steps import (
-    _DRAW,
-    _ROW,
-    _SENSITIVE,
-    _column,
-    _cut_top,
-    _leaf_keys,
-    _open_batch,
-    _part_table,
-    _Top,
-    _write_release,
+    DRAW,
+    ROW,
+    SENSITIVE,
+    CutTree,
+    cut_top,
+    leaf_keys,
+    open_batch,
+    part_table,
+    spill_column,
+    write_release,
 )
 from ppdp.plan.keyed import KeyedStream, make_key
 from ppdp.plan.order import part_count, part_of
@@ -65,28 +65,28 @@ def publish_mondrian(mondrian: Mondrian, source: Source, directory: str | os.Pat
                            batch_rows=batch_rows or DEFAULT_BATCH_ROWS, overwrite=overwrite,
                            report=progress or _no_progress, before_commit=before_commit)
 
-def _publish_hybrid(setup: _Setup, k: int, l: int, diversity: str,  # noqa: E741
+def _publish_hybrid(setup: MondrianSetup, k: int, l: int, diversity: str,  # noqa: E741
                     source: Source, target: Path, *, key: int, batch_rows: int,
                     overwrite: bool, report: Progress,
                     before_commit: Callable[[], object] | None = None) -> Path:
     """Mondrian over a source, written as a release: the partitions of more than `LOCAL_ROWS`
-    rows cut from histograms (`_cut_top`), the rows of each smaller one spilled (Arrow IPC) and
+    rows cut from histograms (`cut_top`), the rows of each smaller one spilled (Arrow IPC) and
     partitioned in memory, the rows spilled again by part of the release order, and each part
     written in that order, as `Mondrian.publish` orders them.
 
     Memory holds a batch, the histograms of one level, one leaf partition and one part.
     """
     covers = setup.covers()
-    top = _cut_top(setup, k, l, diversity, source.n_rows, covers,
+    top = cut_top(setup, k, l, diversity, source.n_rows, covers,
                    _SourceCounts(setup, source, batch_rows, report), steps.LOCAL_ROWS)
     quasi = setup.quasi
     n_rows = source.n_rows
     parts = part_count(n_rows)
-    draw_fields = [pa.field(_SENSITIVE, pa.from_numpy_dtype(setup.schema[setup.sensitive].dtype)),
-                   pa.field(_DRAW, pa.uint64()), pa.field(_ROW, pa.int64())]
-    leaf_schema = pa.schema([*(pa.field(_column(d), pa.from_numpy_dtype(setup.schema[n].dtype))
+    draw_fields = [pa.field(SENSITIVE, pa.from_numpy_dtype(setup.schema[setup.sensitive].dtype)),
+                   pa.field(DRAW, pa.uint64()), pa.field(ROW, pa.int64())]
+    leaf_schema = pa.schema([*(pa.field(spill_column(d), pa.from_numpy_dtype(setup.schema[n].dtype))
                                for d, n in enumerate(quasi)), *draw_fields])
-    part_schema = pa.schema([*(pa.field(_column(d), pa.int64()) for d in range(len(quasi))),
+    part_schema = pa.schema([*(pa.field(spill_column(d), pa.int64()) for d in range(len(quasi))),
                              *draw_fields])
     # The spill files have a staging directory of their own, never committed: it is removed
     # whatever happens, and the release's staging directory holds only the release.
@@ -103,10 +103,10 @@ def _publish_hybrid(setup: _Setup, k: int, l: int, diversity: str,  # noqa: E741
         names = part_names(ROWS, parts)
         digests = {}
         for index, name in enumerate(names):
-            digests[name] = write_parquet(staging / name, _part_table(
+            digests[name] = write_parquet(staging / name, part_table(
                 setup, covers, generalized, by_part.take(index)))
             report("writing parts", index + 1, parts)
-        _write_release(staging, setup, k, l, diversity, n_rows, generalized, digests)
+        write_release(staging, setup, k, l, diversity, n_rows, generalized, digests)
         if before_commit is not None:
             before_commit()
         commit_directory(staging, target, overwrite=overwrite,
@@ -118,24 +118,24 @@ def _publish_hybrid(setup: _Setup, k: int, l: int, diversity: str,  # noqa: E741
 class _SourceCounts:
     """A level's counts from passes over a source, ``batch_rows`` at a time."""
 
-    setup: _Setup
+    setup: MondrianSetup
     source: Source
     batch_rows: int
     report: Progress
 
-    def ranks(self, top: _Top, lookup: np.ndarray, count: int, n_values: int, stage: str
+    def ranks(self, top: CutTree, lookup: np.ndarray, count: int, n_values: int, stage: str
               ) -> list[np.ndarray]:
         return _rank_histograms(self.setup, self.source, self.batch_rows, top, lookup, count,
                                 n_values, self.report, stage)
 
-    def around(self, top: _Top, lookup: np.ndarray, median: np.ndarray, diversity: str,
+    def around(self, top: CutTree, lookup: np.ndarray, median: np.ndarray, diversity: str,
                stage: str) -> np.ndarray:
         return _values_around(self.setup, self.source, self.batch_rows, top, lookup, median,
                               diversity, self.report, stage)
 
 
-def _open_rows(setup: _Setup, source: Source, batch_rows: int, top: _Top, lookup: np.ndarray,
-               report: Progress, stage: str, *, sensitive: bool = False
+def _open_rows(setup: MondrianSetup, source: Source, batch_rows: int, top: CutTree,
+               lookup: np.ndarray, report: Progress, stage: str, *, sensitive: bool = False
                ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
     """The rows of each batch in open partitions: their partition (``lookup``: the position
     among the open ones, -1 for others), ranks (rows x attributes) and sensitive codes when
@@ -144,11 +144,11 @@ def _open_rows(setup: _Setup, source: Source, batch_rows: int, top: _Top, lookup
     done = 0
     for _, codes in source.batches(batch_rows, columns):
         done += len(codes[setup.quasi[0]])
-        yield _open_batch(setup, top, lookup, codes, sensitive=sensitive)
+        yield open_batch(setup, top, lookup, codes, sensitive=sensitive)
         report(stage, done, source.n_rows)
 
 
-def _rank_histograms(setup: _Setup, source: Source, batch_rows: int, top: _Top,
+def _rank_histograms(setup: MondrianSetup, source: Source, batch_rows: int, top: CutTree,
                      lookup: np.ndarray, count: int, n_values: int, report: Progress,
                      stage: str) -> list[np.ndarray]:
     """Counts by rank of each quasi-identifier in each open partition, and by sensitive value
@@ -165,7 +165,7 @@ def _rank_histograms(setup: _Setup, source: Source, batch_rows: int, top: _Top,
     return [h.reshape(count, n, n_values) for h, n in zip(flat, n_ranks, strict=True)]
 
 
-def _values_around(setup: _Setup, source: Source, batch_rows: int, top: _Top,
+def _values_around(setup: MondrianSetup, source: Source, batch_rows: int, top: CutTree,
                    lookup: np.ndarray, median: np.ndarray, diversity: str, report: Progress,
                    stage: str) -> np.ndarray:
     """How many rows of each sensitive value lie below, at and above each open partition's
@@ -193,7 +193,7 @@ def _values_around(setup: _Setup, source: Source, batch_rows: int, top: _Top,
     return around.reshape(dims, count, 3, n_values).transpose(1, 0, 2, 3)
 
 
-def _spill(setup: _Setup, source: Source, batch_rows: int, top: _Top, key: int,
+def _spill(setup: MondrianSetup, source: Source, batch_rows: int, top: CutTree, key: int,
            by_leaf: _SpillFiles, by_part: _SpillFiles, parts: int, report: Progress) -> None:
     """One pass over the source: each row, with its draw of the release order and its id, to
     its leaf's spill file, or, in a class cut by aggregation alone, with the class's keys to
@@ -209,19 +209,19 @@ def _spill(setup: _Setup, source: Source, batch_rows: int, top: _Top, key: int,
     done = 0
     for start, codes in source.batches(batch_rows, (*quasi, setup.sensitive)):
         count = len(codes[setup.sensitive])
-        node = top.descend(_rank_matrix(setup.ranks(codes), widest))
+        node = top.descend(rank_matrix(setup.ranks(codes), widest))
         leaf = leaf_of[node]
-        columns = {_SENSITIVE: codes[setup.sensitive], _DRAW: stream.raw(start, count),
-                   _ROW: np.arange(start, start + count, dtype=np.int64)}
+        columns = {SENSITIVE: codes[setup.sensitive], DRAW: stream.raw(start, count),
+                   ROW: np.arange(start, start + count, dtype=np.int64)}
         inside = leaf >= 0
-        by_leaf.append(leaf[inside], {**{_column(d): codes[name][inside]
+        by_leaf.append(leaf[inside], {**{spill_column(d): codes[name][inside]
                                          for d, name in enumerate(quasi)},
                                       **{name: v[inside] for name, v in columns.items()}})
         if not inside.all():
             rows = np.flatnonzero(~inside)
             keys = class_keys[node[rows]]
-            by_part.append(part_of(columns[_DRAW][rows], parts),
-                           {**{_column(d): keys[:, d] for d in range(len(quasi))},
+            by_part.append(part_of(columns[DRAW][rows], parts),
+                           {**{spill_column(d): keys[:, d] for d in range(len(quasi))},
                             **{name: v[rows] for name, v in columns.items()}})
         done += count
         report("spilling rows", done, source.n_rows)
@@ -275,15 +275,15 @@ def _no_progress(stage: str, done: int, total: int) -> None:
     return None
 
 
-def _finish_leaf(setup: _Setup, k: int, l: int, diversity: str,  # noqa: E741
-                 covers: Mapping[str, _Covers], leaf: pa.Table | None, by_part: _SpillFiles,
+def _finish_leaf(setup: MondrianSetup, k: int, l: int, diversity: str,  # noqa: E741
+                 covers: Mapping[str, Covers], leaf: pa.Table | None, by_part: _SpillFiles,
                  parts: int) -> int:
     """Partition a spilled leaf in memory and spill its rows, with their classes' keys, by
     part of the release order; the number of its rows."""
     assert leaf is not None
-    columns = _leaf_keys(setup, k, l, diversity, covers, leaf)
-    values = leaf.column(_SENSITIVE).to_numpy()
-    draws = leaf.column(_DRAW).to_numpy()
-    by_part.append(part_of(draws, parts), {**columns, _SENSITIVE: values, _DRAW: draws,
-                                           _ROW: leaf.column(_ROW).to_numpy()})
+    columns = leaf_keys(setup, k, l, diversity, covers, leaf)
+    values = leaf.column(SENSITIVE).to_numpy()
+    draws = leaf.column(DRAW).to_numpy()
+    by_part.append(part_of(draws, parts), {**columns, SENSITIVE: values, DRAW: draws,
+                                           ROW: leaf.column(ROW).to_numpy()})
     return len(values)

@@ -23,7 +23,8 @@ from ppdp.plan.order import in_release_order, part_count, part_of
 from ppdp.table.source import Batch, Source
 
 
-def _repeated(keys: np.ndarray, counts: np.ndarray, size: int = 1 << 20) -> Iterator[np.ndarray]:
+def repeated_keys(keys: np.ndarray, counts: np.ndarray, size: int = 1 << 20
+                  ) -> Iterator[np.ndarray]:
     """``np.repeat(keys, counts)`` in pieces of at most ``size``, in order."""
     ends = np.cumsum(counts)
     total = int(ends[-1]) if len(ends) else 0

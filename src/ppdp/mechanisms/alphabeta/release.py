@@ -43,7 +43,8 @@ class AlphaBetaRelease(Release):
         earlier_keys = np.sort(self.domain.keys(self.earlier)) if n_earlier else np.empty(
             0, dtype=np.int64)
         seen = _contains(earlier_keys, self.domain.keys(self.codes)).astype(np.uint8)
-        self._cube = Cube({**self.codes, _SEEN: seen}, {**schema.sizes(), _SEEN: 2}, n_rows)
+        self._cube = Cube({**self.codes, SEEN_COLUMN: seen}, {**schema.sizes(), SEEN_COLUMN: 2},
+                          n_rows)
         self._earlier_cube = Cube(self.earlier, schema.sizes(), n_earlier)
 
     def _tables(self) -> dict[str, pa.Table]:
@@ -73,7 +74,7 @@ class AlphaBetaRelease(Release):
         estimated apart (Algorithm 4's rates differ between them) and added."""
         rates = self.rates
         dims = tuple(query.group_by)
-        in_view = count_histogram(self._cube, query.predicate, (*dims, _SEEN))
+        in_view = count_histogram(self._cube, query.predicate, (*dims, SEEN_COLUMN))
         seen, unseen = in_view[..., 1].astype(float), in_view[..., 0].astype(float)
         n_domain = count_domain(query.predicate, self.schema.sizes(), dims)
         n_earlier = np.asarray(count_histogram(self._earlier_cube, query.predicate, dims),
@@ -101,7 +102,7 @@ class AlphaBetaRelease(Release):
         return estimate, np.sqrt(variance)
 
 
-_SEEN = "\0seen"
+SEEN_COLUMN = "\0seen"
 
 
 def require_probabilities(parameters: Mapping[str, Any]) -> None:

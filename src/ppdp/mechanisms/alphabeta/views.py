@@ -28,9 +28,9 @@ from ppdp.io.storage import commit_directory, staged_directory
 from ppdp.mechanisms.alphabeta.domain import TUPLE_DOMAIN_RISK, TupleDomain, _sorted_unique
 from ppdp.mechanisms.alphabeta.draws import (
     ViewDraws,
-    _repeated,
     distinct_tuples,
     release_order,
+    repeated_keys,
     source_distribution,
     view_rates,
 )
@@ -173,7 +173,7 @@ class ViewSequence:
             state = {"format": STATE_FORMAT, "fingerprint": self.fingerprint,
                      "parameters": self.mechanism.parameter_values, "published": self.published}
             (staging / "state.json").write_text(json.dumps(state, indent=2) + "\n")
-            commit_directory(staging, target, overwrite=True, replaceable=_require_state)
+            commit_directory(staging, target, overwrite=True, replaceable=require_state)
         return target
 
     @classmethod
@@ -215,7 +215,7 @@ def require_another_view(published: int, v: int) -> None:
                               f"guarantee (publish with a larger v from the start)")
 
 
-def _require_state(path: Path) -> None:
+def require_state(path: Path) -> None:
     """Raise unless ``path`` holds the state of alpha-beta views (and so may be replaced)."""
     try:
         state = json.loads((path / "state.json").read_text())
@@ -261,7 +261,7 @@ def fingerprint(table: Table | Source,
         return digest.hexdigest()
     tuples, counts = distinct if distinct is not None else distinct_tuples(
         table.batches(columns=domain.columns), domain)
-    for keys in _repeated(tuples, counts):
+    for keys in repeated_keys(tuples, counts):
         digest.update(keys.astype(np.int64).tobytes())
     return digest.hexdigest()
 

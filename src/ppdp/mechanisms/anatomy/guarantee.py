@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ppdp.mechanisms.parameters import _check_int
+from ppdp.mechanisms.parameters import check_int
 
 
 @dataclass(frozen=True)
@@ -38,5 +38,5 @@ def anatomy_guarantee(*, l: int) -> AnatomyGuarantee:  # noqa: E741 - the paper'
     Xiao & Tao 2006 (Anatomy), l = ``l``, the number of distinct sensitive values in every
     QI-group (an integer ≥ 2).
     """
-    diversity = _check_int("l (diversity)", l, 2)
+    diversity = check_int("l (diversity)", l, 2)
     return AnatomyGuarantee(l=diversity, max_inference_probability=1.0 / diversity)

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ppdp.mechanisms.parameters import _check_int, _is_real
+from ppdp.mechanisms.parameters import check_int, is_real
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class LaplaceGuarantee:
 
     def composed_epsilon(self, k: int) -> float:
         """The privacy loss of k answered counts under sequential composition: k·ε."""
-        return _check_int("k (number of answered queries)", k, 1) * self.epsilon
+        return check_int("k (number of answered queries)", k, 1) * self.epsilon
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict."""
@@ -47,10 +47,10 @@ def laplace_guarantee(*, epsilon: float, sensitivity: float = 1.0) -> LaplaceGua
     ε = ln 2 and ln 3, sensitivity 1): each answer is ε-DP with noise scale
     b = ``sensitivity`` / ε (ε = ``epsilon`` > 0, sensitivity > 0); k answers compose to k·ε.
     """
-    if not _is_real(epsilon) or not math.isfinite(float(epsilon)) or float(epsilon) <= 0:
+    if not is_real(epsilon) or not math.isfinite(float(epsilon)) or float(epsilon) <= 0:
         raise ValueError(f"epsilon (privacy loss) must be a finite number with epsilon > 0, "
                          f"got {epsilon!r}")
-    if (not _is_real(sensitivity) or not math.isfinite(float(sensitivity))
+    if (not is_real(sensitivity) or not math.isfinite(float(sensitivity))
             or float(sensitivity) <= 0):
         raise ValueError(f"sensitivity must be a finite number with sensitivity > 0, "
                          f"got {sensitivity!r}")

@@ -77,7 +77,7 @@ def _value_label(value: Any) -> str:
     return str(value)
 
 
-class _Covers:
+class Covers:
     """The generalized values of one quasi-identifier's classes, gathered from any number of
     partitions and numbered in one canonical order, so that a release does not depend on the
     order its classes were found in.

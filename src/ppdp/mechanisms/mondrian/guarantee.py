@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ppdp.mechanisms.parameters import _check_int
+from ppdp.mechanisms.parameters import check_int
 
 
 @dataclass(frozen=True)
@@ -39,5 +39,5 @@ def mondrian_guarantee(*, k: int, l: int = 1,  # noqa: E741
     """Mondrian's k-anonymity (k >= 1) and, for l >= 2, l-diversity of the given kind."""
     from ppdp.mechanisms.mondrian.partition import require_diversity
 
-    return GeneralizationGuarantee(k=_check_int("k", k, 1), l=_check_int("l (diversity)", l, 1),
+    return GeneralizationGuarantee(k=check_int("k", k, 1), l=check_int("l (diversity)", l, 1),
                                    diversity=require_diversity(diversity))

@@ -25,7 +25,7 @@ from ppdp.data.hierarchy import BoundHierarchy, Hierarchy
 from ppdp.data.schema import Schema
 from ppdp.errors import InfeasibleError, SchemaError
 from ppdp.mechanisms.base import StepsMechanism, require_sensitive
-from ppdp.mechanisms.mondrian.covers import Generalized, _Covers
+from ppdp.mechanisms.mondrian.covers import Covers, Generalized
 from ppdp.mechanisms.mondrian.guarantee import GeneralizationGuarantee, mondrian_guarantee
 from ppdp.mechanisms.mondrian.partition import _Partition, _partition, require_diversity
 from ppdp.mechanisms.mondrian.release import MondrianRelease
@@ -43,7 +43,7 @@ draws (ties by row id), which is the only random choice Mondrian makes."""
 
 
 @dataclass(frozen=True)
-class _Setup:
+class MondrianSetup:
     """A checked input's quasi-identifiers, sensitive column and bound hierarchies."""
 
     schema: Schema
@@ -69,8 +69,8 @@ class _Setup:
     def ranks(self, codes: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         return _ranks(self.quasi, self.bound, codes)
 
-    def covers(self) -> dict[str, _Covers]:
-        return {name: _Covers(self.schema[name], self.bound.get(name)) for name in self.quasi}
+    def covers(self) -> dict[str, Covers]:
+        return {name: Covers(self.schema[name], self.bound.get(name)) for name in self.quasi}
 
 
 def _ranks(quasi: Sequence[str], bound: Mapping[str, BoundHierarchy],
@@ -89,7 +89,7 @@ def _ranks(quasi: Sequence[str], bound: Mapping[str, BoundHierarchy],
 class _Anonymized:
     """A table's classes and the generalized value of each class per quasi-identifier."""
 
-    setup: _Setup
+    setup: MondrianSetup
     partition: _Partition
     generalized: dict[str, Generalized]
     node_of_class: dict[str, np.ndarray]
@@ -182,7 +182,7 @@ class Mondrian(StepsMechanism):
         return {name: self.hierarchies[name].bind(schema[name])
                 for name in schema.quasi_identifiers if name in self.hierarchies}
 
-    def setup(self, data: Table | Source) -> _Setup:
+    def setup(self, data: Table | Source) -> MondrianSetup:
         """The input's roles and hierarchies, checked, and k and l checked against it."""
         (sensitive,) = require_sensitive(data, "Mondrian", exactly_one=True)
         if not data.schema.quasi_identifiers:
@@ -211,7 +211,7 @@ class Mondrian(StepsMechanism):
                 raise InfeasibleError(f"l = {self.l} needs {self.l} distinct values of "
                                       f"{sensitive!r} in every class, but the table holds "
                                       f"{present}; l must be at most {present}")
-        return _Setup(data.schema, sensitive, bound)
+        return MondrianSetup(data.schema, sensitive, bound)
 
     def _anonymize(self, table: Table) -> _Anonymized:
         setup = self.setup(table)

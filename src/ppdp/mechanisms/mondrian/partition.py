@@ -134,7 +134,7 @@ def _levels(ranks: Sequence[np.ndarray], n_ranks: Sequence[int], sensitive: np.n
     # sensitive value. They are carried along as the rows move, so every pass reads them in
     # order; gathering them from the input order at each level would be random access.
     perm = np.arange(n_rows, dtype=index)
-    current = _rank_matrix(ranks, widest)
+    current = rank_matrix(ranks, widest)
     values = sensitive.astype(code_dtype(n_sensitive)) if l >= 2 else None
     sizes = np.asarray([n_rows], dtype=np.int64)
     while len(sizes):
@@ -173,7 +173,7 @@ def _levels(ranks: Sequence[np.ndarray], n_ranks: Sequence[int], sensitive: np.n
                       np.concatenate(highs).T.astype(np.int64))
 
 
-def _rank_matrix(ranks: Sequence[np.ndarray], widest: int) -> np.ndarray:
+def rank_matrix(ranks: Sequence[np.ndarray], widest: int) -> np.ndarray:
     """The ranks as one record per row (rows x attributes), in the narrowest code type."""
     return np.stack([r.astype(code_dtype(widest), copy=False) for r in ranks], axis=1)
 

@@ -16,15 +16,15 @@ from typing import Protocol
 import numpy as np
 import pyarrow as pa
 
-from ppdp.mechanisms.mondrian.covers import ROWS, Generalized, _Covers
-from ppdp.mechanisms.mondrian.mechanism import _Setup
+from ppdp.mechanisms.mondrian.covers import ROWS, Covers, Generalized
+from ppdp.mechanisms.mondrian.mechanism import MondrianSetup
 from ppdp.mechanisms.mondrian.partition import (
     MedianCounts,
     _choose_cuts,
     _histogram_median,
     _partition,
-    _rank_matrix,
     _side_statistics,
+    rank_matrix,
 )
 from ppdp.mechanisms.mondrian.release import MondrianRelease, _cover_tables, _rows_table
 from ppdp.plan.order import part_count, rank_order
@@ -43,21 +43,21 @@ decides the level; beyond, a second pass counts the values around the medians
 (`_values_around`)."""
 
 
-_DRAW, _ROW, _SENSITIVE = "draw", "row", "s"
+DRAW, ROW, SENSITIVE = "draw", "row", "s"
 
 
-def _column(position: int) -> str:
+def spill_column(position: int) -> str:
     """Spill file column of the quasi-identifier at ``position`` (names of the input's columns
     could clash with the spill's own)."""
     return f"q{position}"
 
 
 @dataclass
-class _Top:
+class CutTree:
     """The partitions cut by aggregation, as a tree: partition j's rows go to its right child
     when their rank on ``dim[j]`` exceeds ``threshold[j]``; a partition not cut is its own
     child. ``leaves`` are the partitions finished in memory (with their rows), ``classes``
-    those of more than `LOCAL_ROWS` rows that no cut divides, with their keys (`_Covers`)."""
+    those of more than `LOCAL_ROWS` rows that no cut divides, with their keys (`Covers`)."""
 
     dim: list[int] = field(default_factory=lambda: [0])
     threshold: list[int] = field(default_factory=lambda: [0])
@@ -93,9 +93,9 @@ class _Top:
         return node
 
 
-def _write_release(staging: Path, setup: _Setup, k: int, l: int,  # noqa: E741
-                   diversity: str, n_rows: int, generalized: Mapping[str, Generalized],
-                   digests: dict[str, str]) -> None:
+def write_release(staging: Path, setup: MondrianSetup, k: int, l: int,  # noqa: E741
+                  diversity: str, n_rows: int, generalized: Mapping[str, Generalized],
+                  digests: dict[str, str]) -> None:
     """Beside the parts of the rows (already written, their digests in ``digests``), the
     generalized values' tables, then ``release.json``."""
     names = part_names(ROWS, part_count(n_rows))
@@ -107,42 +107,42 @@ def _write_release(staging: Path, setup: _Setup, k: int, l: int,  # noqa: E741
                    n_rows, setup.published, files, digests)
 
 
-def _leaf_keys(setup: _Setup, k: int, l: int, diversity: str,  # noqa: E741
-               covers: Mapping[str, _Covers], leaf: pa.Table) -> dict[str, np.ndarray]:
-    """Partition a leaf's rows (codes in columns `_column` and `_SENSITIVE`) in memory: each
-    row's class keys (`_Covers`), by spill column."""
+def leaf_keys(setup: MondrianSetup, k: int, l: int, diversity: str,  # noqa: E741
+              covers: Mapping[str, Covers], leaf: pa.Table) -> dict[str, np.ndarray]:
+    """Partition a leaf's rows (codes in columns `spill_column` and `SENSITIVE`) in memory: each
+    row's class keys (`Covers`), by spill column."""
     quasi = setup.quasi
-    codes = {name: leaf.column(_column(d)).to_numpy() for d, name in enumerate(quasi)}
-    partition = _partition(setup.ranks(codes), leaf.column(_SENSITIVE).to_numpy(), k=k, l=l,
+    codes = {name: leaf.column(spill_column(d)).to_numpy() for d, name in enumerate(quasi)}
+    partition = _partition(setup.ranks(codes), leaf.column(SENSITIVE).to_numpy(), k=k, l=l,
                            n_ranks=setup.n_ranks, diversity=diversity)
-    return {_column(d): covers[name].of_partition(partition, d, codes[name])[
+    return {spill_column(d): covers[name].of_partition(partition, d, codes[name])[
         partition.classes] for d, name in enumerate(quasi)}
 
 
-class _LevelCounts(Protocol):
-    """Where `_cut_top` gets the counts of a level's open partitions (``lookup``: each tree
+class LevelCounts(Protocol):
+    """Where `cut_top` gets the counts of a level's open partitions (``lookup``: each tree
     node's position among them, -1 for others): passes over a source (`_SourceCounts`) or
     aggregations where the rows are."""
 
-    def ranks(self, top: _Top, lookup: np.ndarray, count: int, n_values: int, stage: str
+    def ranks(self, top: CutTree, lookup: np.ndarray, count: int, n_values: int, stage: str
               ) -> list[np.ndarray]:
         """As `_rank_histograms`."""
         ...
 
-    def around(self, top: _Top, lookup: np.ndarray, median: np.ndarray, diversity: str,
+    def around(self, top: CutTree, lookup: np.ndarray, median: np.ndarray, diversity: str,
                stage: str) -> np.ndarray:
         """As `_values_around`."""
         ...
 
 
-def _cut_top(setup: _Setup, k: int, l: int, diversity: str,  # noqa: E741
-             n_rows: int, covers: Mapping[str, _Covers], counts: _LevelCounts,
-             local_rows: int) -> _Top:
+def cut_top(setup: MondrianSetup, k: int, l: int, diversity: str,  # noqa: E741
+            n_rows: int, covers: Mapping[str, Covers], counts: LevelCounts,
+            local_rows: int) -> CutTree:
     """Cut every partition of more than ``local_rows`` rows as `_levels` would, deciding each
     level's cuts (`_choose_cuts`) from histograms of its open partitions (``counts``: one
     pass over the rows, for l >= 2 two when the counts by sensitive value would not fit in
     `JOINT_CELLS`)."""
-    top = _Top()
+    top = CutTree()
     if n_rows <= local_rows:
         top.leaves.append(0)
         top.leaf_rows.append(n_rows)
@@ -214,11 +214,11 @@ def _counted_medians(median: np.ndarray, below: np.ndarray, at: np.ndarray,
     return at_median
 
 
-def _open_batch(setup: _Setup, top: _Top, lookup: np.ndarray, codes: Mapping[str, np.ndarray],
-                *, sensitive: bool = False
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def open_batch(setup: MondrianSetup, top: CutTree, lookup: np.ndarray,
+               codes: Mapping[str, np.ndarray], *, sensitive: bool = False
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The rows of a batch (codes by column) in open partitions, as `_open_rows` gives them."""
-    ranks = _rank_matrix(setup.ranks(codes), max(setup.n_ranks))
+    ranks = rank_matrix(setup.ranks(codes), max(setup.n_ranks))
     local = lookup[top.descend(ranks)]
     values = codes[setup.sensitive] if sensitive else None
     if not (local >= 0).all():
@@ -242,15 +242,15 @@ def _values_around_in(counts: Sequence[np.ndarray], median: np.ndarray) -> np.nd
     return around
 
 
-def _part_table(setup: _Setup, covers: Mapping[str, _Covers],
-                generalized: Mapping[str, Generalized], spilled: pa.Table | None) -> pa.Table:
+def part_table(setup: MondrianSetup, covers: Mapping[str, Covers],
+               generalized: Mapping[str, Generalized], spilled: pa.Table | None) -> pa.Table:
     """One part of the published rows from its spill file, in release order."""
     quasi = setup.quasi
     if spilled is None:
         rows = {name: np.zeros(0, dtype=np.int32) for name in quasi}
         return _rows_table(setup.published, generalized, rows, np.zeros(0, dtype=np.int32))
-    order = rank_order(spilled.column(_DRAW).to_numpy(), spilled.column(_ROW).to_numpy())
-    rows = {name: covers[name].nodes(spilled.column(_column(d)).to_numpy()[order])
+    order = rank_order(spilled.column(DRAW).to_numpy(), spilled.column(ROW).to_numpy())
+    rows = {name: covers[name].nodes(spilled.column(spill_column(d)).to_numpy()[order])
             for d, name in enumerate(quasi)}
     return _rows_table(setup.published, generalized, rows,
-                       spilled.column(_SENSITIVE).to_numpy()[order])
+                       spilled.column(SENSITIVE).to_numpy()[order])

@@ -29,16 +29,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ppdp.mechanisms.parameters import _check_int, _is_real
+from ppdp.mechanisms.parameters import check_int, is_real
 
 
 def _check_gamma(gamma: object) -> int:
-    return _check_int("gamma (decoy-group size)", gamma, 2)
+    return check_int("gamma (decoy-group size)", gamma, 2)
 
 
 def _check_epsilon(epsilon: object, *, below_one: bool) -> float:
     allowed = "0 < epsilon < 1" if below_one else "epsilon > 0"
-    if not _is_real(epsilon) or not math.isfinite(float(epsilon)):  # type: ignore[arg-type]
+    if not is_real(epsilon) or not math.isfinite(float(epsilon)):  # type: ignore[arg-type]
         raise ValueError(f"epsilon (relative error) must be a finite number with {allowed}, "
                          f"got {epsilon!r}")
     value = float(epsilon)  # type: ignore[arg-type]
@@ -48,7 +48,7 @@ def _check_epsilon(epsilon: object, *, below_one: bool) -> float:
 
 
 def _check_probability(name: str, value: object) -> float:
-    if not _is_real(value) or not 0 < float(value) < 1:  # type: ignore[arg-type]
+    if not is_real(value) or not 0 < float(value) < 1:  # type: ignore[arg-type]
         raise ValueError(f"{name} must be a probability with 0 < {name} < 1, got {value!r}")
     return float(value)  # type: ignore[arg-type]
 
@@ -58,7 +58,7 @@ def _check_counts(f: object) -> np.ndarray:
     if isinstance(f, np.ndarray) and f.ndim == 0:
         f = f.item()
     if np.ndim(f) == 0:
-        return np.asarray(_check_int("f (true count)", f, 1), dtype=np.int64)
+        return np.asarray(check_int("f (true count)", f, 1), dtype=np.int64)
     arr = np.asarray(f)
     if arr.size == 0:
         return np.zeros(arr.shape, dtype=np.int64)
@@ -90,7 +90,7 @@ def splu_error_bound(*, gamma: int, epsilon: float, f: int) -> float:
     """
     g = _check_gamma(gamma)
     eps = _check_epsilon(epsilon, below_one=False)
-    fs = _check_int("f (true count)", f, 1)
+    fs = check_int("f (true count)", f, 1)
     return min(1.0, 1.0 / (g * eps * eps * fs * fs))
 
 
@@ -118,7 +118,7 @@ def splu_chebyshev_error_bound(*, gamma: int, epsilon: float, f: int) -> float:
     """
     g = _check_gamma(gamma)
     eps = _check_epsilon(epsilon, below_one=False)
-    fs = _check_int("f (true count)", f, 1)
+    fs = check_int("f (true count)", f, 1)
     return min(1.0, (1.0 - 1.0 / g) / (eps * eps * fs))
 
 
@@ -141,7 +141,7 @@ def splu_accuracy_interval(*, epsilon: float, f: int) -> tuple[int, int]:
     (0 < ε < 1) and f_s = ``f``; computed exactly from the decimal string of ε.
     """
     eps = _exact_epsilon(_check_epsilon(epsilon, below_one=True))
-    return _interval(eps, _check_int("f (true count)", f, 1))
+    return _interval(eps, check_int("f (true count)", f, 1))
 
 
 def splu_privacy_probability(
@@ -186,7 +186,7 @@ def splu_privacy_threshold(*, gamma: int, epsilon: float, a: int) -> float:
     """
     g = _check_gamma(gamma)
     eps = _check_epsilon(epsilon, below_one=True)
-    upper = _check_int("a (largest protected count)", a, 1)
+    upper = check_int("a (largest protected count)", a, 1)
     probs = splu_privacy_probability(gamma=g, epsilon=eps, f=np.arange(1, upper + 1))
     return float(np.min(probs))
 
@@ -248,7 +248,7 @@ def splu_guarantee(
         t_f = splu_chebyshev_utility_threshold(gamma=g, epsilon=eps, T_E=t_e)
         t_f_printed = splu_utility_threshold(gamma=g, epsilon=eps, T_E=t_e)
     if a is not None:
-        upper = _check_int("a (largest protected count)", a, 1)
+        upper = check_int("a (largest protected count)", a, 1)
         counts = np.arange(1, upper + 1)
         probs = np.asarray(splu_privacy_probability(gamma=g, epsilon=eps, f=counts))
         by_count = tuple((int(c), float(p)) for c, p in zip(counts, probs, strict=True))

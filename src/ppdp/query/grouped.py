@@ -1,18 +1,15 @@
-"""The true answers of count queries on a table (the ground truth of every experiment), and
-dense answers turned into a GroupedEstimate."""
+"""Answers over GROUP BY domains turned into a GroupedEstimate, and the check that a batch of
+queries holds ungrouped ones only."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ppdp.data.schema import Schema
 from ppdp.estimate import Estimate, GroupedEstimate
-from ppdp.query.binding import BoundQuery, bind
-from ppdp.query.cube import count_histogram
-from ppdp.query.syntax import Query
-from ppdp.table.table import Table
+from ppdp.query.binding import BoundQuery
 
 
 def grouped(schema: Schema, group_by: Sequence[str], values: np.ndarray,
@@ -38,27 +35,7 @@ def grouped(schema: Schema, group_by: Sequence[str], values: np.ndarray,
     return GroupedEstimate(tuple(group_by), tuple(groups))
 
 
-def exact_count(table: Table, query: str | Query) -> Estimate | GroupedEstimate:
-    """The true answer of a count query on a table."""
-    bound = bind(query, table.schema, table_name=table.name)
-    counts = count_histogram(table.cube, bound.predicate, bound.group_by)
-    if bound.group_by:
-        return grouped(table.schema, bound.group_by, counts, None, exact=True)
-    return Estimate.exact(float(counts))
-
-
-def exact_counts(table: Table, queries: Iterable[str | Query]) -> np.ndarray:
-    """True answers of many ungrouped count queries, sharing contingency tables."""
-    cube = table.cube
-    result = []
-    for query in queries:
-        bound = bind(query, table.schema, table_name=table.name)
-        _require_ungrouped(bound)
-        result.append(float(count_histogram(cube, bound.predicate, ())))
-    return np.asarray(result, dtype=np.float64)
-
-
-def _require_ungrouped(bound: BoundQuery) -> None:
+def require_ungrouped(bound: BoundQuery) -> None:
     if bound.group_by:
         raise ValueError(f"batch counting takes ungrouped queries; {bound.query.text!r} has "
                          f"GROUP BY (use count() for it)")
