@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ppdp.errors import PpdpError
-from ppdp.io.read import DEFAULT_NA_VALUES, NUMERIC_PERCENT, read_table
+from ppdp.io.read import read_table
+from ppdp.io.rules import DEFAULT_NA_VALUES, NUMERIC_PERCENT
 from ppdp.table.table import Table
 
 FUZZ = settings(max_examples=80, deadline=None, derandomize=True,

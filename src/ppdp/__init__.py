@@ -109,7 +109,6 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from ppdp import attack, datasets
     from ppdp.data.schema import Column, Ordered, Role, Schema
     from ppdp.errors import (
         InfeasibleError,

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ppdp.data.bundled import NAMES as BUNDLED_NAMES
+from ppdp.data.bundled import bundled_name, folder
 from ppdp.data.schema import Column
 from ppdp.errors import SchemaError
 
@@ -153,16 +155,25 @@ def read_hierarchy(path: str | os.PathLike[str]) -> Hierarchy:
 def read_hierarchies(source: str | os.PathLike[str]) -> dict[str, Hierarchy]:
     """Read every ``*hierarchy_<column>.csv`` of a folder, keyed by column name; or, given the
     name of a bundled dataset (``"adult"``) where no such folder exists, the hierarchies
-    bundled with it (`ppdp.datasets.hierarchies`)."""
+    bundled with it (`bundled_hierarchies`)."""
     directory = Path(source)
     if directory.is_dir():
         return hierarchies_of_files(sorted(directory.glob("*hierarchy_*.csv")), str(directory))
-    from ppdp import datasets
-
-    if str(source).strip().lower() in datasets.NAMES:
-        return datasets.hierarchies(str(source))
+    if str(source).strip().lower() in BUNDLED_NAMES:
+        return bundled_hierarchies(str(source))
     raise SchemaError(f"hierarchy folder {directory} does not exist or is not a folder; "
-                      f"bundled hierarchies: {', '.join(datasets.NAMES)}")
+                      f"bundled hierarchies: {', '.join(BUNDLED_NAMES)}")
+
+
+def bundled_hierarchies(name: str) -> dict[str, Hierarchy]:
+    """The ARX generalization hierarchies bundled for a dataset (one of
+    `ppdp.data.BUNDLED_NAMES`), keyed by column: for ``adult``, the ARX project's nine
+    (Apache-2.0; attribution in ADULT.md)."""
+    key = bundled_name(name)
+    files = [entry for entry in folder().iterdir()
+             if entry.name.startswith(f"{key}_hierarchy_") and entry.name.endswith(".csv")]
+    return hierarchies_of_files(sorted(files, key=lambda entry: entry.name),
+                                f"the bundled {key} hierarchies")
 
 
 def hierarchies_of_files(files: Iterable[Traversable], folder: str) -> dict[str, Hierarchy]:

@@ -5,18 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from importlib import resources
-from typing import TYPE_CHECKING
 
+from ppdp.data.bundled import NAMES, bundled_name
 from ppdp.data.domains import read_domains_file
+from ppdp.data.hierarchy import Hierarchy, bundled_hierarchies
+from ppdp.io.read import read_table
 from ppdp.table.table import Table
 
-if TYPE_CHECKING:
-    from ppdp.data.hierarchy import Hierarchy
-
 __all__ = ["NAMES", "adult", "hierarchies", "load"]
-
-NAMES: tuple[str, ...] = ("adult",)
-"""The names `load` accepts."""
 
 
 def adult(*, sensitive: Iterable[str] | str | None = None,
@@ -27,8 +23,6 @@ def adult(*, sensitive: Iterable[str] | str | None = None,
     Domains are the codebook's (``adult.domains.json``); ``observed_domains`` takes the values
     present instead, as the alpha-beta paper's experiment does (Section 5, m = 648,023,040).
     """
-    from ppdp.io.read import read_table
-
     folder = resources.files(__name__)
     with resources.as_file(folder / "adult.domains.json") as path:
         domains = None if observed_domains else read_domains_file(path)
@@ -44,22 +38,11 @@ def load(name: str, *, sensitive: Iterable[str] | str | None = None,
          observed_domains: bool = False) -> Table:
     """A bundled dataset by name (one of `NAMES`; attribution in this folder's .md files)."""
     loaders = {"adult": adult}
-    key = name.strip().lower()
-    if key not in loaders:
-        raise ValueError(f"unknown dataset {name!r}; known datasets: {', '.join(NAMES)}")
-    return loaders[key](sensitive=sensitive, quasi_identifiers=quasi_identifiers,
+    return loaders[bundled_name(name)](sensitive=sensitive, quasi_identifiers=quasi_identifiers,
                         observed_domains=observed_domains)
 
 
 def hierarchies(name: str) -> dict[str, Hierarchy]:
     """The ARX generalization hierarchies bundled for a dataset (one of `NAMES`), keyed by
     column: for ``adult``, the ARX project's nine (Apache-2.0; attribution in ADULT.md)."""
-    from ppdp.data.hierarchy import hierarchies_of_files
-
-    key = name.strip().lower()
-    if key not in NAMES:
-        raise ValueError(f"unknown dataset {name!r}; known datasets: {', '.join(NAMES)}")
-    files = [entry for entry in resources.files(__name__).iterdir()
-             if entry.name.startswith(f"{key}_hierarchy_") and entry.name.endswith(".csv")]
-    return hierarchies_of_files(sorted(files, key=lambda entry: entry.name),
-                                f"the bundled {key} hierarchies")
+    return bundled_hierarchies(name)

@@ -30,7 +30,8 @@ import pyarrow.parquet as pq
 from ppdp.data.domains import resolve_domains
 from ppdp.data.schema import Column, Schema, encode_column
 from ppdp.errors import MissingValuesError, SchemaError
-from ppdp.io.read import (
+from ppdp.io.csv_layout import check_encoding, csv_layout, decoding_error
+from ppdp.io.rules import (
     _MISSING_CHOICES,
     _NON_NUMERIC_CHOICES,
     _PARQUET_SUFFIXES,
@@ -44,9 +45,6 @@ from ppdp.io.read import (
     _reason,
     apply_text_rule,
     check_columns,
-    check_encoding,
-    csv_layout,
-    decoding_error,
     text_rule,
 )
 from ppdp.table.source import DEFAULT_BATCH_ROWS, Batch, MarginalSource, read_ahead

@@ -58,6 +58,7 @@ from ppdp.query.syntax import (
     Or,
     Query,
     TrueCondition,
+    _expr_children,
     _fold,
     _is_number,
     _plain_value,
@@ -200,10 +201,6 @@ _MIRROR = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
 
 
-def _expr_children(expr: Expr) -> tuple[Expr, ...]:
-    return (expr.left, expr.right) if isinstance(expr, Arith) else ()
-
-
 def _walk(expr: Expr) -> list[Expr]:
     """Every node of an expression, without recursion."""
     nodes: list[Expr] = []
@@ -265,23 +262,6 @@ def _normalise_expr(expr: Expr, schema: Schema) -> Expr:
                          f"or Arith")
 
     return _fold(expr, children, combine)
-
-
-def _hyphen_name(expr: Expr) -> str | None:
-    """``marital-status`` parses as a subtraction of two columns; recover the name."""
-
-    def combine(node: Expr, operands: list[list[str] | None]) -> list[str] | None:
-        if isinstance(node, Col):
-            return [node.name]
-        if not (isinstance(node, Arith) and node.op == "-") or None in operands:
-            return None
-        left, right = operands
-        assert left is not None and right is not None
-        left.extend(right)  # each operand list is used once: extending keeps chains linear
-        return left
-
-    parts = _fold(expr, _expr_children, combine)
-    return None if parts is None else "-".join(parts)
 
 
 def _expr_columns(expr: Expr) -> set[str]:

@@ -29,6 +29,7 @@ from ppdp.query.codes import _add_distinct, _radix_groups, pack_codes, unpack_co
 from ppdp.query.cube import MAX_CUBE_CELLS, Cube, flat_key
 from ppdp.query.encoding import _check_stored_type, encode_values
 from ppdp.query.predicates import Predicate
+from ppdp.query.row_counts import COUNT_COLUMN
 from ppdp.query.syntax import _first_line
 
 SCAN_BATCH_ROWS = 1 << 20
@@ -138,8 +139,6 @@ class ScanCube(Cube):
     def _counted(self, row_counts: pa.Table) -> list[Summary]:
         """The summaries of the files' rows from the counts of their distinct rows that the
         publisher wrote (`ppdp.row_counts`), checked as a cached summary is."""
-        from ppdp.query.row_counts import COUNT_COLUMN
-
         names = list(self.domains)
         missing = [name for name in [*names, COUNT_COLUMN] if name not in row_counts.column_names]
         if missing:

@@ -23,7 +23,6 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import Token, TokenType
 
 from ppdp.errors import QueryError
-from ppdp.query.binding import _hyphen_name
 from ppdp.query.syntax import (
     _ISO_DATE,
     MAX_DEPTH,
@@ -45,6 +44,7 @@ from ppdp.query.syntax import (
     TrueCondition,
     _first_line,
     _fold,
+    _hyphen_name,
     _is_number,
     _shorten,
     _show,

@@ -188,3 +188,24 @@ def _is_number(value: Any) -> bool:
 
 
 _ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def _expr_children(expr: Expr) -> tuple[Expr, ...]:
+    return (expr.left, expr.right) if isinstance(expr, Arith) else ()
+
+
+def _hyphen_name(expr: Expr) -> str | None:
+    """``marital-status`` parses as a subtraction of two columns; recover the name."""
+
+    def combine(node: Expr, operands: list[list[str] | None]) -> list[str] | None:
+        if isinstance(node, Col):
+            return [node.name]
+        if not (isinstance(node, Arith) and node.op == "-") or None in operands:
+            return None
+        left, right = operands
+        assert left is not None and right is not None
+        left.extend(right)  # each operand list is used once: extending keeps chains linear
+        return left
+
+    parts = _fold(expr, _expr_children, combine)
+    return None if parts is None else "-".join(parts)

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from ppdp.engines.spark.session import SparkFailedError, failure_message, in_arrow_batches
+from ppdp.estimators.group_product import GroupProduct
 from ppdp.query.binding import BoundQuery
 
 Factors = Callable[[pa.RecordBatch], Mapping[str, Any]]
@@ -39,8 +40,6 @@ def estimate_on_spark(frame: Any, factors: Factors, sizes: Mapping[str, int],
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
-
-    from ppdp.estimators.group_product import GroupProduct
 
     sizes = dict(sizes)
     asked = [(q.predicate, q.group_by) for q in queries]

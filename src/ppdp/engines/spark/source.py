@@ -21,7 +21,7 @@ from ppdp.engines.spark.session import (
     parquet_files,
 )
 from ppdp.errors import SchemaError
-from ppdp.io.read import check_columns
+from ppdp.io.rules import check_columns
 from ppdp.io.scan import source_schema
 from ppdp.plan.rows import Pass, Taken
 from ppdp.table.source import MarginalSource

@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -42,8 +42,29 @@ from ppdp.randomness import RandomState
 from ppdp.table.source import DEFAULT_BATCH_ROWS, Batch, Source, TableSource
 from ppdp.table.table import Table
 
-if TYPE_CHECKING:
-    from ppdp.mechanisms.alphabeta.mechanism import AlphaBeta
+
+class ViewedMechanism(Protocol):
+    """What a sequence of views asks of its mechanism: `ppdp.mechanisms.alphabeta.mechanism.
+    AlphaBeta`, which builds the sequences (typed here by what it offers: importing it would
+    close a cycle)."""
+
+    name: ClassVar[str]
+    plan_shape: ClassVar[str]
+    k: float | None
+    gamma: float | None
+    v: int
+    noise: str
+
+    @property
+    def parameter_values(self) -> dict[str, Any]: ...
+
+    def public_probabilities(self, n: int, m: int) -> tuple[float, float, float | None]: ...
+
+    def check_view_size(self, table: Table | Source, *, earlier: int = 0,
+                        view: int = 1) -> float: ...
+
+    def expected_view_size(self, n: int, m: int, *, earlier: int = 0,
+                           view: int = 1) -> float: ...
 
 
 class ViewSequence:
@@ -57,7 +78,7 @@ class ViewSequence:
     (the views published and V') is private to the publisher: ``save_state``/``load_state``.
     """
 
-    def __init__(self, mechanism: AlphaBeta, table: Table | Source, *, published: int = 0,
+    def __init__(self, mechanism: ViewedMechanism, table: Table | Source, *, published: int = 0,
                  earlier: np.ndarray | None = None) -> None:
         self.mechanism = mechanism
         self.table = table
@@ -177,7 +198,7 @@ class ViewSequence:
         return target
 
     @classmethod
-    def load_state(cls, directory: str | os.PathLike[str], mechanism: AlphaBeta,
+    def load_state(cls, directory: str | os.PathLike[str], mechanism: ViewedMechanism,
                    table: Table | Source) -> ViewSequence:
         """Continue a sequence from ``save_state``; the table and parameters must match."""
         return cls(mechanism, table).resume(directory)
@@ -286,7 +307,7 @@ def reported(batches: Iterable[Batch], stage: str, total: int,
         report(stage, done, total)
 
 
-def view_parameters(mechanism: AlphaBeta, alpha: float, beta: float, view: int,
+def view_parameters(mechanism: ViewedMechanism, alpha: float, beta: float, view: int,
                     domain: TupleDomain, marginals: Sequence[np.ndarray] | None
                     ) -> dict[str, Any]:
     """The public parameters of a view (Algorithm 1, step 4): what the estimator needs."""

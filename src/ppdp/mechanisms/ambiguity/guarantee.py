@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ppdp.mechanisms.ambiguity.groups import association_group_size
+from ppdp.mechanisms.parameters import require_unit_interval
+
 
 @dataclass(frozen=True)
 class AmbiguityGuarantee:
@@ -39,8 +42,5 @@ def ambiguity_guarantee(*, alpha: float, beta: float) -> AmbiguityGuarantee:
     ``alpha`` bounds presence |G| / prod_i |G_ATi| (Theorem 5.1), ``beta`` association
     c / |G| (Theorem 5.2); both in (0, 1].
     """
-    from ppdp.mechanisms.ambiguity.groups import association_group_size
-    from ppdp.mechanisms.parameters import require_unit_interval
-
     alpha, beta = require_unit_interval("alpha", alpha), require_unit_interval("beta", beta)
     return AmbiguityGuarantee(alpha=alpha, beta=beta, diversity=association_group_size(beta))

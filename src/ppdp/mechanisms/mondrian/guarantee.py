@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ppdp.mechanisms.mondrian.partition import require_diversity
 from ppdp.mechanisms.parameters import check_int
 
 
@@ -37,7 +38,5 @@ class GeneralizationGuarantee:
 def mondrian_guarantee(*, k: int, l: int = 1,  # noqa: E741
                        diversity: str = "distinct") -> GeneralizationGuarantee:
     """Mondrian's k-anonymity (k >= 1) and, for l >= 2, l-diversity of the given kind."""
-    from ppdp.mechanisms.mondrian.partition import require_diversity
-
     return GeneralizationGuarantee(k=check_int("k", k, 1), l=check_int("l (diversity)", l, 1),
                                    diversity=require_diversity(diversity))

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ppdp.data.schema import Column, Schema
+from ppdp.estimators.group_product import GroupProduct
 from ppdp.mechanisms.ambiguity.groups import presence_probability
 from ppdp.mechanisms.mondrian.covers import LABEL, ROWS, VALUE, Generalized, cover_file
 from ppdp.mechanisms.mondrian.partition import require_diversity
@@ -23,8 +24,6 @@ from ppdp.release.base import Release
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
-
-    from ppdp.estimators.group_product import GroupProduct
 
 
 class MondrianRelease(Release):
@@ -181,8 +180,6 @@ class MondrianRelease(Release):
     def _estimator(self) -> GroupProduct:
         # Built on the first query, not at publishing time.
         if self._product is None:
-            from ppdp.estimators.group_product import GroupProduct
-
             sizes = self.schema.sizes()
             matrices = {name: self.generalized[name].matrix(sizes[name]) for name in self.quasi}
             self._product = GroupProduct(class_factors(
