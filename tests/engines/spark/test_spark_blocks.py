@@ -28,7 +28,7 @@ from ppdp.plan.keyed import make_key
 from ppdp.release.load import load_release
 from ppdp.table.source import TableSource
 from ppdp.table.table import Table
-from tests.spark.test_spark_rows import release_files
+from tests.engines.spark.test_spark_rows import release_files
 
 MECHANISMS = {
     "splu": lambda: SPLUGen(gamma=5),
@@ -237,7 +237,7 @@ def test_counts_on_spark_equal_in_memory(name, on_spark, spark):
             pairs = [(expected, found)]
         for e, f in pairs:
             # Anatomy on Spark sums the same terms in another order: within 2 N 2^-53
-            # relatively (see tests/spark/test_spark_group_count.py), below 1e-12 here.
+            # relatively (see tests/engines/spark/test_spark_group_count.py), below 1e-12 here.
             assert f.value == pytest.approx(e.value, rel=1e-12, abs=1e-9), query
             if e.stderr is None:
                 assert f.stderr is None

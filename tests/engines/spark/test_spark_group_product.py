@@ -46,7 +46,7 @@ from ppdp.release.base import Release
 from ppdp.release.format import METADATA_FILE, metadata_digest, part_names
 from ppdp.release.load import load_release
 from ppdp.release.write import write_parquet
-from tests.spark.test_spark_group_count import QUERIES as GROUP_QUERIES
+from tests.engines.spark.test_spark_group_count import QUERIES as GROUP_QUERIES
 
 COLUMNS = ["age", "sex", "race", "marital-status", "salary-class", "occupation"]
 N_ROWS = 3_000

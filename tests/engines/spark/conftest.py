@@ -1,37 +1,12 @@
-"""One local Spark session for every Spark test: two cores, no UI, few shuffle partitions, and a
-result size limit small enough that collecting rows to the driver fails."""
+"""Fixtures of the Spark tests: Adult's declared domains and values, inputs cut into Parquet
+files, and the rows a job brings to the driver (the session: `tests/engines/conftest.py`)."""
 
 from __future__ import annotations
 
 import itertools
-import os
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    """A ``local[2]`` Spark session (its workers run this interpreter)."""
-    from pyspark.sql import SparkSession
-
-    from ppdp.engines.spark import require_java
-
-    require_java()
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    session = (SparkSession.builder.master("local[2]").appName("ppdp-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "4")
-               .config("spark.driver.memory", "512m")
-               .config("spark.driver.maxResultSize", "1m")
-               .config("spark.sql.session.timeZone", "UTC")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="session")

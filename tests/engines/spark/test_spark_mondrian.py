@@ -20,7 +20,7 @@ from ppdp.mechanisms.mondrian import steps
 from ppdp.mechanisms.mondrian.mechanism import Mondrian
 from ppdp.plan.keyed import make_key
 from ppdp.release.load import load_release
-from tests.spark.test_spark_rows import release_files
+from tests.engines.spark.test_spark_rows import release_files
 
 COLUMNS = ["age", "sex", "race", "salary-class", "workclass", "occupation"]
 N_ROWS = 4_000
