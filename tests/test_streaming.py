@@ -252,3 +252,19 @@ def test_a_killed_streaming_publish_leaves_no_release(tmp_path):
     DBR().publish(ppdp.datasets.adult(sensitive="occupation"), random_state=1).save(
         tmp_path / "next")
     assert not any(p.name.endswith(".ppdp-partial") for p in tmp_path.iterdir())
+
+
+def test_a_polars_lazy_frame_publishes_on_the_streaming_engine(table, tmp_path):
+    """``mechanism.publish(LazyFrame, ...)`` takes scan_table's options and writes, on
+    ``save``, the files of the table published in memory with the same key."""
+    import polars as pl
+
+    path = tmp_path / "table.parquet"
+    pq.write_table(table.to_arrow(), path)
+    domains = {c.name: list(c.domain) for c in table.schema.columns}
+    published = DBR().publish(pl.scan_parquet(path), random_state=3, sensitive="occupation",
+                              domains=domains)
+    assert not isinstance(published, ppdp.Release)
+    streamed = published.save(tmp_path / "streamed")
+    in_memory = DBR().publish(table, random_state=3).save(tmp_path / "in-memory")
+    assert release_files(streamed) == release_files(in_memory)

@@ -52,6 +52,8 @@ def is_lazy_frame(data: object) -> bool:
 def is_source(data: object) -> bool:
     """Whether ``data`` is a source read in batches that no other engine claims (a source
     names its engine in ``engine`` when another one publishes it)."""
+    if is_lazy_frame(data):
+        return False  # asking a LazyFrame for its schema would resolve it
     return (all(hasattr(data, name) for name in ("schema", "n_rows", "histogram", "batches"))
             and getattr(data, "engine", "streaming") == "streaming")
 
