@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from ppdp.errors import PpdpError
-from ppdp.evaluate.experiments import MEPS_FILE, _Config, _table, read_meps
+from ppdp.evaluate.experiments import MEPS_FILE, read_meps
+from ppdp.evaluate.experiments.tables import load_table
 from ppdp.table.table import Table
 
 
@@ -38,8 +38,7 @@ def test_quasi_identifiers_are_meps_integer_codes(meps: Table) -> None:
 
 
 def test_experiments_load_meps_by_name(shared_datasets: Path, meps: Table) -> None:
-    config = _Config(True, np.random.default_rng(0), lambda _: None, shared_datasets)
-    table = _table(config, "meps", "ICD9CODX")
+    table = load_table(shared_datasets, "meps", "ICD9CODX")
     assert table.schema == meps.schema and table.n_rows == meps.n_rows
 
 

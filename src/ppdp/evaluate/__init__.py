@@ -9,9 +9,10 @@ advice.
 from ppdp.evaluate.advice import Advice, advise, parse_privacy
 from ppdp.evaluate.compare import Comparison, compare
 from ppdp.evaluate.demo import DemoResult, DemoRow, run_demo
-from ppdp.evaluate.experiments import EXPERIMENTS, Claim, ExperimentResult, run_experiment
+from ppdp.evaluate.experiments import EXPERIMENTS, run_experiment
 from ppdp.evaluate.metrics import average_relative_error, by_band, relative_errors
 from ppdp.evaluate.report import write_report
+from ppdp.evaluate.result import Claim, ExperimentResult
 from ppdp.evaluate.workloads import QueryPool, splu_pools
 
 __all__ = [

@@ -29,7 +29,7 @@ of the rows, say), gets the reason instead.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -37,6 +37,16 @@ from typing import Any
 import numpy as np
 
 from ppdp.errors import PpdpError
+from ppdp.mechanisms import FRAPP, AlphaBeta, PerturbationPartitioning, UniformPerturbation
+from ppdp.mechanisms.alphabeta.domain import TupleDomain
+from ppdp.mechanisms.ambiguity.groups import association_group_size
+from ppdp.mechanisms.base import get_mechanism
+from ppdp.mechanisms.grouping import largest_feasible_size
+from ppdp.mechanisms.sdr.formulas import check_privacy
+from ppdp.mechanisms.splu.guarantee import (
+    splu_chebyshev_utility_threshold,
+    splu_privacy_threshold,
+)
 from ppdp.table.table import Table
 
 __all__ = ["MECHANISMS", "PRIVACY_FORMS", "Advice", "AssociationPrivacy", "PosteriorPrivacy",
@@ -131,8 +141,6 @@ class PosteriorPrivacy:
     kind = "rho"
 
     def __post_init__(self) -> None:
-        from ppdp.mechanisms.sdr.formulas import check_privacy
-
         check_privacy(self.rho1, self.rho2)
 
     @property
@@ -174,14 +182,20 @@ class TuplePrivacy:
         """k of d = k n/m for this table's n rows and tuple domain of m tuples."""
         if self.k is not None:
             return self.k
-        return float(self.d) * _tuple_domain_size(table) / table.n_rows  # type: ignore[arg-type]
+        return self._d() * _tuple_domain_size(table) / table.n_rows
+
+    def _d(self) -> float:
+        """d, given when k is not (`__post_init__` holds exactly one of them)."""
+        if self.d is None:
+            raise ValueError("(d, gamma)-privacy without d takes k")
+        return float(self.d)
 
     @property
     def bounds(self) -> dict[str, float]:
         return {"tuple_posterior": self.gamma}
 
     def text(self) -> str:
-        prior = f"k={_shown(self.k)}" if self.k is not None else f"d={_shown(self.d)}"
+        prior = f"k={_shown(self.k)}" if self.k is not None else f"d={_shown(self._d())}"
         return f"{prior},gamma={_shown(self.gamma)}"
 
     def describe(self) -> str:
@@ -193,7 +207,7 @@ class TuplePrivacy:
 
 PrivacyTarget = SmallCountPrivacy | AssociationPrivacy | PosteriorPrivacy | TuplePrivacy
 
-_FORMS: dict[str, tuple[type, frozenset[str], frozenset[str]]] = {
+_FORMS: dict[str, tuple[Callable[..., PrivacyTarget], frozenset[str], frozenset[str]]] = {
     # name -> (target, keys it needs, keys it may take)
     "small-count": (SmallCountPrivacy, frozenset({"a", "eps"}), frozenset({"a", "eps", "tp"})),
     "association": (AssociationPrivacy, frozenset({"beta"}), frozenset({"beta", "alpha"})),
@@ -239,7 +253,7 @@ def parse_privacy(text: str) -> PrivacyTarget:
         if not float(values["a"]).is_integer():
             raise ValueError(f"small-count privacy: a must be a whole count, got {pairs['a']}")
         values["a"] = int(values["a"])
-    return target(**values)  # type: ignore[no-any-return]
+    return target(**values)
 
 
 def _number(key: str, value: str) -> float:
@@ -251,11 +265,11 @@ def _number(key: str, value: str) -> float:
     return number
 
 
-def _shown(value: float | None) -> str:
+def _shown(value: float) -> str:
     """A number as ``parse_privacy`` reads it back exactly: short decimals as they are, others
     as a fraction when one with a small denominator is exact (1/13)."""
-    text = repr(float(value))  # type: ignore[arg-type]
-    fraction = Fraction(value).limit_denominator(10_000)  # type: ignore[arg-type]
+    text = repr(float(value))
+    fraction = Fraction(value).limit_denominator(10_000)
     if len(text) > 8 and float(fraction) == value:
         return f"{fraction.numerator}/{fraction.denominator}"
     return text.removesuffix(".0")
@@ -269,8 +283,6 @@ def _open_unit(name: str, value: float, *, closed: bool = False) -> None:
 
 
 def _tuple_domain_size(table: Table) -> int:
-    from ppdp.mechanisms.alphabeta.domain import TupleDomain
-
     return TupleDomain.of(table.schema).size
 
 
@@ -318,8 +330,6 @@ class Advice:
 
     def build(self, hierarchies: Mapping[str, Any] | None = None) -> Any:
         """The configured mechanism (Mondrian generalizes by ``hierarchies`` when given)."""
-        from ppdp.mechanisms import get_mechanism
-
         if self.parameters is None:
             raise ValueError(f"{self.mechanism} cannot meet the target: {self.reason}")
         extra = {"hierarchies": hierarchies} if self.mechanism == "mondrian" and hierarchies \
@@ -336,8 +346,6 @@ class Advice:
 def splu_gamma_for(*, a: int, epsilon: float, t_p: float, largest: int) -> int | None:
     """The smallest gamma in 2..``largest`` whose T_P (Theorem 4) for counts 1..a is at least
     ``t_p``; None when none is."""
-    from ppdp.mechanisms.splu.guarantee import splu_privacy_threshold
-
     for gamma in range(2, largest + 1):
         if splu_privacy_threshold(gamma=gamma, epsilon=epsilon, a=a) >= t_p:
             return gamma
@@ -371,8 +379,6 @@ class _Facts:
 
     @classmethod
     def of(cls, table: Table, sensitive: str) -> _Facts:
-        from ppdp.mechanisms.grouping import largest_feasible_size
-
         codes = table.codes[sensitive]
         column = table.schema[sensitive]
         counts = np.bincount(codes, minlength=column.size)
@@ -395,11 +401,6 @@ def _notion(target: PrivacyTarget) -> str:
 
 
 def _splu(facts: _Facts, target: PrivacyTarget) -> Advice:
-    from ppdp.mechanisms.splu.guarantee import (
-        splu_chebyshev_utility_threshold,
-        splu_privacy_threshold,
-    )
-
     if not isinstance(target, SmallCountPrivacy):
         return Advice("splu", None, f"SPLU-Gen's guarantee is small-sum privacy (Section 4.2, "
                                     f"Theorem 4), not {_notion(target)}: its decoy groups "
@@ -437,8 +438,6 @@ def _splu(facts: _Facts, target: PrivacyTarget) -> Advice:
 
 def _association_size(target: PrivacyTarget) -> int | None:
     """ceil(1/bound) for targets held by association, else None."""
-    from ppdp.mechanisms.ambiguity.groups import association_group_size
-
     if isinstance(target, AssociationPrivacy):
         return association_group_size(target.beta)
     if isinstance(target, PosteriorPrivacy):
@@ -487,8 +486,6 @@ def _laplace(facts: _Facts, target: PrivacyTarget) -> Advice:
 
 
 def _perturbation(name: str, facts: _Facts, target: PrivacyTarget) -> Advice:
-    from ppdp.mechanisms import PerturbationPartitioning, UniformPerturbation
-
     if not isinstance(target, PosteriorPrivacy):
         return Advice(name, None, f"(rho1, rho2)-privacy bounds the posterior of values rarer "
                                   f"than rho1 (Small Domain Randomization Section 3.2), not "
@@ -500,6 +497,8 @@ def _perturbation(name: str, facts: _Facts, target: PrivacyTarget) -> Advice:
         guarantee = mechanism.guarantee(facts.table)
     except PpdpError as exc:
         return Advice(name, None, str(exc))
+    # The table gives n and m, so the bound is known.
+    assert guarantee.epsilon is not None
     statistics = guarantee.partition_statistics()
     source = ("Small Domain Randomization Theorem 2, Eq. 11" if name == "uniform"
               else "Small Domain Randomization Eq. 12 (the partition's bound)")
@@ -526,59 +525,62 @@ def _sdr(facts: _Facts, target: PrivacyTarget) -> Advice:
     return _perturbation("sdr", facts, target)
 
 
-def _tuples(name: str, facts: _Facts, target: PrivacyTarget) -> Advice:
-    from ppdp.mechanisms import FRAPP, AlphaBeta
+def _not_tuples(name: str, target: PrivacyTarget) -> Advice:
+    return Advice(name, None, f"(d, gamma)-privacy of whole tuples (alpha-beta Theorem 4.3) "
+                              f"bounds whether a tuple is in the table, not {_notion(target)}; "
+                              f"state --privacy k=..,gamma=..")
 
+
+def _alphabeta(facts: _Facts, target: PrivacyTarget) -> Advice:
     if not isinstance(target, TuplePrivacy):
-        return Advice(name, None, f"(d, gamma)-privacy of whole tuples (alpha-beta Theorem "
-                                  f"4.3) bounds whether a tuple is in the table, not "
-                                  f"{_notion(target)}; state --privacy k=..,gamma=..")
+        return _not_tuples("alphabeta", target)
     try:
         k = target.k_for(facts.table)
-        parameters = {"k": k, "gamma": target.gamma}
-        mechanism = (AlphaBeta if name == "alphabeta" else FRAPP)(**parameters)
-        guarantee = mechanism.guarantee(facts.table)
+        guarantee = AlphaBeta(k=k, gamma=target.gamma).guarantee(facts.table)
     except PpdpError as exc:
-        return Advice(name, None, str(exc))
-    if name == "frapp":
-        return Advice(name, parameters, f"retention p = {guarantee.retention:.4g}, the largest "
-                                        f"with (d, gamma)-privacy (see frapp)", None,
-                      {"retention": guarantee.retention, "d": guarantee.d})
+        return Advice("alphabeta", None, str(exc))
+    # Given k and gamma (Section 4.2's parameters), Theorem 4.4's rho is known.
+    assert guarantee.rho is not None
     predicted = PredictedError(
         "alpha-beta Theorem 4.4 ((rho, 0.05)-usefulness)", "any", CONFIDENCE,
         constant=float(guarantee.rho) * math.sqrt(facts.table.n_rows),
         note=f"every count within rho sqrt(n) = {guarantee.rho:.4g} sqrt(n)")
-    return Advice(name, parameters, f"alpha = {guarantee.alpha:.4g}, beta = "
-                                    f"{guarantee.beta:.4g} (Section 4.2: alpha + beta = 1/2, "
-                                    f"beta = d/gamma); expected view of "
-                                    f"{guarantee.expected_view_size:,.0f} tuples", predicted,
+    return Advice("alphabeta", {"k": k, "gamma": target.gamma},
+                  f"alpha = {guarantee.alpha:.4g}, beta = {guarantee.beta:.4g} (Section 4.2: "
+                  f"alpha + beta = 1/2, beta = d/gamma); expected view of "
+                  f"{guarantee.expected_view_size:,.0f} tuples", predicted,
                   {"alpha": guarantee.alpha, "beta": guarantee.beta, "d": guarantee.d})
 
 
-def _alphabeta(facts: _Facts, target: PrivacyTarget) -> Advice:
-    return _tuples("alphabeta", facts, target)
-
-
 def _frapp(facts: _Facts, target: PrivacyTarget) -> Advice:
-    return _tuples("frapp", facts, target)
+    if not isinstance(target, TuplePrivacy):
+        return _not_tuples("frapp", target)
+    try:
+        k = target.k_for(facts.table)
+        guarantee = FRAPP(k=k, gamma=target.gamma).guarantee(facts.table)
+    except PpdpError as exc:
+        return Advice("frapp", None, str(exc))
+    return Advice("frapp", {"k": k, "gamma": target.gamma},
+                  f"retention p = {guarantee.retention:.4g}, the largest with (d, gamma)-privacy "
+                  f"(see frapp)", None, {"retention": guarantee.retention, "d": guarantee.d})
 
 
 def _ambiguity(facts: _Facts, target: PrivacyTarget) -> Advice:
-    size = _association_size(target)
-    if size is None:
-        return Advice("ambiguity", None, f"ambiguity bounds association (beta) and presence "
-                                         f"(alpha), not {_notion(target)}")
-    why = facts.group_size_reason(size, "ceil(1/beta)")
-    if why is not None:
-        return Advice("ambiguity", None, why)
     if isinstance(target, AssociationPrivacy):
         alpha = 1.0 if target.alpha is None else target.alpha
         beta = target.beta
         how = "beta as stated" + (", alpha = 1: no presence bound stated" if target.alpha
                                   is None else ", alpha as stated")
-    else:
+    elif isinstance(target, PosteriorPrivacy):
         alpha, beta = 1.0, target.rho2
         how = "beta = rho2 (association at most rho2); alpha = 1: no presence bound stated"
+    else:
+        return Advice("ambiguity", None, f"ambiguity bounds association (beta) and presence "
+                                         f"(alpha), not {_notion(target)}")
+    size = association_group_size(beta)
+    why = facts.group_size_reason(size, "ceil(1/beta)")
+    if why is not None:
+        return Advice("ambiguity", None, why)
     return Advice("ambiguity", {"alpha": alpha, "beta": beta},
                   f"{how}; groups of at least {size} distinct values (Algorithm 2)")
 

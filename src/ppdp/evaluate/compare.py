@@ -21,14 +21,13 @@ with the lowest error among those whose measured privacy meets the target.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import tempfile
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,14 +41,21 @@ from ppdp.evaluate.advice import (
     advise,
     parse_privacy,
 )
-from ppdp.evaluate.compare_report import comparison_figures, comparison_html
+from ppdp.evaluate.compare_report import (
+    Comparison,
+    MechanismResult,
+    Recommendation,
+    comparison_figures,
+)
 from ppdp.evaluate.measured_privacy import Measured, small_count_recovery
+from ppdp.evaluate.metrics import relative_errors
 from ppdp.evaluate.publications import publish_and_score
-from ppdp.jsonable import json_ready
+from ppdp.evaluate.workloads import format_condition, splu_pools
+from ppdp.query.binding import bind
 from ppdp.query.parse import parse_query
 from ppdp.query.syntax import Query
 from ppdp.randomness import RandomState, make_rng
-from ppdp.table.table import Table
+from ppdp.table.table import Table, exact_counts
 
 __all__ = ["BANDS", "Comparison", "MechanismResult", "Recommendation", "compare",
            "read_queries"]
@@ -79,101 +85,6 @@ def read_queries(path: str | os.PathLike[str]) -> list[str]:
     if not queries:
         raise ValueError(f"{path} holds no queries (one per line, or separated by ';')")
     return queries
-
-
-@dataclass(frozen=True)
-class Recommendation:
-    """The mechanism to publish with, its parameters and why."""
-
-    mechanism: str
-    parameters: dict[str, Any]
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"mechanism": self.mechanism, "parameters": self.parameters,
-                "reason": self.reason}
-
-
-@dataclass
-class MechanismResult:
-    """One mechanism in a comparison: its advice and, when it was published, what it gave."""
-
-    advice: Advice
-    status: str
-    """"compared", "not eligible" (no parameter meets the target, `Advice.reason`) or
-    "infeasible" (publishing failed on this table, ``note``)."""
-    note: str = ""
-    runs: int = 0
-    error: float = float("nan")
-    error_interval: tuple[float, float] = (float("nan"), float("nan"))
-    bands: list[dict[str, Any]] = field(default_factory=list)
-    """Per band of true counts: label, queries, mean error and its 95 % interval."""
-    privacy: list[dict[str, Any]] = field(default_factory=list)
-    """Per measure: its largest value over publications, the mechanism's own bound, the
-    target's bound and the sampling margin."""
-    meets: bool = False
-    publish_seconds: float = float("nan")
-    release_bytes: int | None = None
-    release_rows: int | None = None
-    predicted: dict[str, Any] | None = None
-    """The paper's error bound (`PredictedError`) and what was measured against it: the share
-    of counts within the bound and the largest |error| / bound."""
-
-    @property
-    def name(self) -> str:
-        return self.advice.mechanism
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"mechanism": self.name, "status": self.status, "reason": self.advice.reason,
-                "note": self.note, "parameters": self.advice.parameters, "runs": self.runs,
-                "error": self.error, "error_interval": list(self.error_interval),
-                "bands": self.bands, "privacy": self.privacy, "meets": self.meets,
-                "publish_seconds": self.publish_seconds, "release_bytes": self.release_bytes,
-                "release_rows": self.release_rows, "predicted": self.predicted,
-                "advice": self.advice.extra}
-
-
-@dataclass
-class Comparison:
-    """What `compare` measured."""
-
-    table: str
-    n_rows: int
-    sensitive: str
-    target: PrivacyTarget
-    queries: str
-    """Where the queries came from, and how many."""
-    error_scope: str
-    """Which queries the error that ranks mechanisms is taken over."""
-    runs: int
-    mechanisms: list[MechanismResult]
-    recommendation: Recommendation | None
-    recommendation_reason: str
-    notes: list[str] = field(default_factory=list)
-    figures: list[tuple[str, bytes]] = field(default_factory=list)
-    seconds: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"table": self.table, "n_rows": self.n_rows, "sensitive": self.sensitive,
-                "privacy": {"form": self.target.kind, "text": self.target.text(),
-                            "statement": self.target.describe(),
-                            "bounds": self.target.bounds},
-                "queries": self.queries, "error_scope": self.error_scope, "runs": self.runs,
-                "seconds": self.seconds,
-                "recommendation": None if self.recommendation is None
-                else self.recommendation.to_dict(),
-                "recommendation_reason": self.recommendation_reason,
-                "mechanisms": [m.to_dict() for m in self.mechanisms], "notes": self.notes}
-
-    def write(self, directory: str | os.PathLike[str]) -> list[Path]:
-        """Write ``report.html`` and ``results.json`` (each atomically) into ``directory``."""
-        from ppdp.io.storage import write_atomic
-
-        root = Path(directory)
-        root.mkdir(parents=True, exist_ok=True)
-        data = json.dumps(json_ready(self.to_dict()), indent=1, allow_nan=False)
-        return [write_atomic(root / "results.json", data.encode()),
-                write_atomic(root / "report.html", comparison_html(self).encode())]
 
 
 def compare(table: Table, *, sensitive: str | None = None,
@@ -216,8 +127,7 @@ def compare(table: Table, *, sensitive: str | None = None,
             continue
         tell(f"{item.mechanism}: publishing {runs} times", done, total)
         results.append(_measure(item, table, workload, target, runs, rng, hierarchies,
-                                lambda run, d=done, n=item.mechanism: tell(
-                                    f"{n}: publication {run} of {runs}", d + run, total)))
+                                _each_run(tell, item.mechanism, done, runs, total)))
         done += runs
     recommendation, reason = _recommend(results, target, workload.scope)
     comparison = Comparison(
@@ -227,6 +137,13 @@ def compare(table: Table, *, sensitive: str | None = None,
     comparison.seconds = time.perf_counter() - start
     tell("done", total, total)
     return comparison
+
+
+def _each_run(tell: Progress, mechanism: str, done: int, runs: int, total: int
+              ) -> Callable[[int], None]:
+    """Tells ``tell`` of each of ``runs`` publications of ``mechanism``, after ``done`` steps of
+    ``total``."""
+    return lambda run: tell(f"{mechanism}: publication {run} of {runs}", done + run, total)
 
 
 def _prepare(table: Table, sensitive: str | None) -> Table:
@@ -259,9 +176,6 @@ class _Workload:
     def of(cls, table: Table, column: str, target: PrivacyTarget,
            queries: Sequence[str | Query] | None, size: int, rng: np.random.Generator,
            notes: list[str]) -> _Workload:
-        from ppdp.evaluate.workloads import format_condition, splu_pools
-        from ppdp.table.table import exact_counts
-
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             small = None
@@ -314,8 +228,6 @@ class _Workload:
 
 def _checked(table: Table, query: str | Query, number: int) -> Query:
     """The query parsed and checked against the table, or an error that names it."""
-    from ppdp.query.binding import bind
-
     try:
         parsed = parse_query(query)
         if bind(parsed, table.schema, table_name=table.name).group_by:
@@ -331,6 +243,7 @@ def _interval(values: Sequence[float]) -> tuple[float, float, float]:
     mean = float(array.mean())
     if len(array) < 2:
         return mean, float("nan"), float("nan")
+    # scipy.stats is slow to import: only a comparison that computes an interval pays for it.
     from scipy.stats import t
 
     half = float(t.ppf(0.975, len(array) - 1) * array.std(ddof=1) / math.sqrt(len(array)))
@@ -341,8 +254,6 @@ def _measure(advice: Advice, table: Table, workload: _Workload, target: PrivacyT
              runs: int, rng: np.random.Generator, hierarchies: Mapping[str, Any] | None,
              each_run: Callable[[int], None]) -> MechanismResult:
     """Publish one configured mechanism ``runs`` times and measure what it gives."""
-    from ppdp.evaluate.metrics import relative_errors
-
     mechanism = advice.build(hierarchies)
     try:
         published = publish_and_score(mechanism, table, workload.queries, runs, rng,

@@ -1,23 +1,127 @@
-"""The report of ``ppdp compare``: one self-contained HTML page (the recommendation and its
-reason, the mechanisms side by side, error by count size, predicted against measured error,
-the mechanisms left out and why, figures embedded as PNG), built from the evaluation report's
-pieces."""
+"""What ``ppdp compare`` measured (`Comparison`, one `MechanismResult` per mechanism, the
+`Recommendation`) and its report: ``results.json`` and one self-contained HTML page (the
+recommendation and its reason, the mechanisms side by side, error by count size, predicted
+against measured error, the mechanisms left out and why, figures embedded as PNG), built from
+the evaluation report's pieces.
+
+The result types live here rather than beside `ppdp.evaluate.compare.compare`, which makes
+them, so that the page can read them and ``Comparison.write`` can render the page without
+either module importing the other.
+"""
 
 from __future__ import annotations
 
 import html
+import json
 import math
+import os
 import shlex
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
+from ppdp.evaluate.advice import Advice, PrivacyTarget
 from ppdp.evaluate.figures import bars
 from ppdp.evaluate.report import html_figure, html_page, html_rows
+from ppdp.io.storage import write_atomic
+from ppdp.jsonable import json_ready
 
-if TYPE_CHECKING:
-    from ppdp.evaluate.compare import Comparison, MechanismResult
+__all__ = ["Comparison", "MechanismResult", "Recommendation", "comparison_figures",
+           "comparison_html", "publish_command"]
 
-__all__ = ["comparison_figures", "comparison_html", "publish_command"]
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The mechanism to publish with, its parameters and why."""
+
+    mechanism: str
+    parameters: dict[str, Any]
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mechanism": self.mechanism, "parameters": self.parameters,
+                "reason": self.reason}
+
+
+@dataclass
+class MechanismResult:
+    """One mechanism in a comparison: its advice and, when it was published, what it gave."""
+
+    advice: Advice
+    status: str
+    """"compared", "not eligible" (no parameter meets the target, `Advice.reason`) or
+    "infeasible" (publishing failed on this table, ``note``)."""
+    note: str = ""
+    runs: int = 0
+    error: float = float("nan")
+    error_interval: tuple[float, float] = (float("nan"), float("nan"))
+    bands: list[dict[str, Any]] = field(default_factory=list)
+    """Per band of true counts: label, queries, mean error and its 95 % interval."""
+    privacy: list[dict[str, Any]] = field(default_factory=list)
+    """Per measure: its largest value over publications, the mechanism's own bound, the
+    target's bound and the sampling margin."""
+    meets: bool = False
+    publish_seconds: float = float("nan")
+    release_bytes: int | None = None
+    release_rows: int | None = None
+    predicted: dict[str, Any] | None = None
+    """The paper's error bound (`PredictedError`) and what was measured against it: the share
+    of counts within the bound and the largest |error| / bound."""
+
+    @property
+    def name(self) -> str:
+        return self.advice.mechanism
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mechanism": self.name, "status": self.status, "reason": self.advice.reason,
+                "note": self.note, "parameters": self.advice.parameters, "runs": self.runs,
+                "error": self.error, "error_interval": list(self.error_interval),
+                "bands": self.bands, "privacy": self.privacy, "meets": self.meets,
+                "publish_seconds": self.publish_seconds, "release_bytes": self.release_bytes,
+                "release_rows": self.release_rows, "predicted": self.predicted,
+                "advice": self.advice.extra}
+
+
+@dataclass
+class Comparison:
+    """What `compare` measured."""
+
+    table: str
+    n_rows: int
+    sensitive: str
+    target: PrivacyTarget
+    queries: str
+    """Where the queries came from, and how many."""
+    error_scope: str
+    """Which queries the error that ranks mechanisms is taken over."""
+    runs: int
+    mechanisms: list[MechanismResult]
+    recommendation: Recommendation | None
+    recommendation_reason: str
+    notes: list[str] = field(default_factory=list)
+    figures: list[tuple[str, bytes]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"table": self.table, "n_rows": self.n_rows, "sensitive": self.sensitive,
+                "privacy": {"form": self.target.kind, "text": self.target.text(),
+                            "statement": self.target.describe(),
+                            "bounds": self.target.bounds},
+                "queries": self.queries, "error_scope": self.error_scope, "runs": self.runs,
+                "seconds": self.seconds,
+                "recommendation": None if self.recommendation is None
+                else self.recommendation.to_dict(),
+                "recommendation_reason": self.recommendation_reason,
+                "mechanisms": [m.to_dict() for m in self.mechanisms], "notes": self.notes}
+
+    def write(self, directory: str | os.PathLike[str]) -> list[Path]:
+        """Write ``report.html`` and ``results.json`` (each atomically) into ``directory``."""
+        root = Path(directory)
+        root.mkdir(parents=True, exist_ok=True)
+        data = json.dumps(json_ready(self.to_dict()), indent=1, allow_nan=False)
+        return [write_atomic(root / "results.json", data.encode()),
+                write_atomic(root / "report.html", comparison_html(self).encode())]
 
 
 def publish_command(comparison: Comparison, source: str = "SOURCE") -> str | None:

@@ -24,8 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from ppdp import datasets
 from ppdp.estimate import Z95
+from ppdp.evaluate.figures import bars
 from ppdp.evaluate.metrics import average_relative_error
+from ppdp.evaluate.publications import mean_std
+from ppdp.evaluate.report import write_report
+from ppdp.evaluate.result import Claim, ExperimentResult
 from ppdp.evaluate.workloads import QueryPool, splu_pools
 from ppdp.io.storage import commit_directory, staged_directory, write_atomic
 from ppdp.mechanisms import (
@@ -37,9 +42,10 @@ from ppdp.mechanisms import (
     SPLUGen,
     UniformPerturbation,
 )
+from ppdp.progress import progress_bar
 from ppdp.randomness import RandomState, make_rng
 
-__all__ = ["DemoResult", "DemoRow", "run_demo"]
+__all__ = ["DemoResult", "DemoRow", "run_demo", "splu_result"]
 
 DATASET = "adult"
 SENSITIVE = "occupation"
@@ -153,8 +159,6 @@ def run_demo(output_dir: str | Path | None, *, gamma: int = 5, rho1: float = DEF
     ``random_state``: an int for a reproducible run, None for OS entropy. Prints nothing;
     ``progress`` shows a bar.
     """
-    from ppdp import datasets
-
     began = time.perf_counter()
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ValueError(f"size must be a positive integer, got {size!r}")
@@ -214,10 +218,7 @@ def run_demo(output_dir: str | Path | None, *, gamma: int = 5, rho1: float = DEF
 
 def _save(result: DemoResult, directory: Path, *, overwrite: bool) -> tuple[Path, ...]:
     """Write `FILES` into a staging directory and commit it as ``directory``
-    (`ppdp.storage`): every file appears at once, or none."""
-    from ppdp.evaluate.experiments import splu_result
-    from ppdp.evaluate.report import write_report
-
+    (`ppdp.io.storage`): every file appears at once, or none."""
     with staged_directory(directory) as staging:
         written = [result.to_csv(staging / FILES[0]), result.to_json(staging / FILES[1]),
                    plot_errors(result, staging / FILES[2]),
@@ -226,6 +227,64 @@ def _save(result: DemoResult, directory: Path, *, overwrite: bool) -> tuple[Path
         commit_directory(staging, directory, overwrite=True,
                          replaceable=lambda target: _check_output(target, overwrite=overwrite))
     return tuple(directory / path.name for path in written)
+
+
+def splu_result(demos: Sequence[DemoResult]) -> ExperimentResult:
+    """The SPLU-Gen Section 6 experiment from one or more demo runs (``run_demo`` results):
+    errors per mechanism over the runs, the figure and the claims.
+
+    ``ppdp demo`` reports its single run this way, and the ``splu`` experiment its several;
+    it lives beside the demo so that the demo writes its report without importing the
+    experiments, which run the demo."""
+    runs = len(demos)
+    first = demos[0]
+    per_mechanism: dict[str, dict[str, list[float]]] = {}
+    result = ExperimentResult(
+        "splu", "SPLU-Gen against Anatomy, DBR, Laplace and small domain randomization "
+                "(SPLU-Gen Section 6)",
+        {"dataset": f"Adult ({first.n_rows:,} rows)", "sensitive": "occupation",
+         "gamma = l": first.gamma, "(rho1, rho2)": f"({first.rho1:.3g}, {first.rho2:.3g})",
+         "queries per pool": first.size, "publications": runs},
+        # The runs' own time (`run_experiment` replaces it by the whole experiment's).
+        seconds=sum(demo.seconds for demo in demos))
+    for demo in demos:
+        for row in demo.rows:
+            errors = per_mechanism.setdefault(row.mechanism, {"small": [], "large": []})
+            errors["small"].append(row.small_error)
+            errors["large"].append(row.large_error)
+    summary = {}
+    for mechanism, errors in per_mechanism.items():
+        small, large = mean_std(errors["small"]), mean_std(errors["large"])
+        summary[mechanism] = (small[0], large[0])
+        result.rows.append({"mechanism": mechanism, "small_error": small[0],
+                            "small_error_std": small[1], "large_error": large[0],
+                            "large_error_std": large[1], "publications": runs})
+    names = list(per_mechanism)
+    result.figures.append(("splu_errors", bars(
+        names, {pool: ([mean_std(per_mechanism[m][pool])[0] for m in names],
+                       [mean_std(per_mechanism[m][pool])[1] for m in names])
+                for pool in ("small", "large")},
+        ylabel="average relative error", title="Small counts (1-10) and large counts "
+                                               "(0.5-5 %), Adult", log=True)))
+    splu_small, splu_large = summary["SPLU-Gen"]
+    result.claims.append(Claim(
+        "SPLU-Gen: small counts (1..10) are estimated with large relative error, large counts "
+        "with small error (Section 6.2, Figs. 7 and 9a)",
+        f"small {splu_small:.3f}, large {splu_large:.3f} (x{splu_small / splu_large:.1f})",
+        splu_small > 3 * splu_large))
+    anatomy_large = summary["Anatomy"][1]
+    result.claims.append(Claim(
+        "Anatomy errs more than SPLU-Gen on large counts (Section 6.2, Fig. 8)",
+        f"Anatomy {anatomy_large:.3f}, SPLU-Gen {splu_large:.3f}", anatomy_large > splu_large))
+    laplace = [m for m in summary if m.startswith("Laplace")]
+    if laplace:
+        laplace_small = min(summary[m][0] for m in laplace)
+        result.claims.append(Claim(
+            "Laplace counts at epsilon = ln 2, ln 3 answer small counts with less error than "
+            "SPLU-Gen: little small-sum privacy (Section 6.2, Fig. 7)",
+            f"Laplace small-count error {laplace_small:.3f}, SPLU-Gen {splu_small:.3f}",
+            laplace_small < splu_small))
+    return result
 
 
 def _check_output(directory: Path, *, overwrite: bool) -> None:
@@ -254,6 +313,7 @@ def _check_output(directory: Path, *, overwrite: bool) -> None:
 
 def plot_errors(result: DemoResult, path: str | os.PathLike[str]) -> Path:
     """Grouped bars of the average relative error, small vs large pool, per mechanism (PNG)."""
+    # matplotlib is slow to import: only a run that writes its files pays for it.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -311,8 +371,6 @@ class _StepProgress:
     def __enter__(self) -> Callable[[str], None]:
         if not self.enabled:
             return lambda description: None
-        from ppdp.progress import progress_bar
-
         self._progress = progress_bar()
         self._progress.start()
         task = self._progress.add_task("starting", total=self.total)

@@ -1,9 +1,13 @@
-"""The evaluation's figures as PNG bytes, for reports that embed them."""
+"""The evaluation's figures as PNG bytes, for reports that embed them.
+
+matplotlib is imported inside each function: it is slow to import, and only a run that draws
+a figure should pay for it.
+"""
 
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,7 +25,7 @@ def png(figure: Any) -> bytes:
     return buffer.getvalue()
 
 
-def bars(groups: Sequence[str], series: dict[str, tuple[Sequence[float], Sequence[float]]],
+def bars(groups: Sequence[str], series: Mapping[str, tuple[Sequence[float], Sequence[float]]],
          *, ylabel: str, title: str, log: bool = False) -> bytes:
     """Grouped bars, one series a label with (heights, error-bar half-widths): one standard
     deviation or an interval's half-width, as the caller says in the title or label."""

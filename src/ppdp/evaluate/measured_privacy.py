@@ -31,6 +31,16 @@ from typing import Any
 
 import numpy as np
 
+from ppdp.mechanisms.alphabeta.domain import TupleDomain
+from ppdp.mechanisms.alphabeta.frapp import FrappRelease, view_presence
+from ppdp.mechanisms.alphabeta.release import AlphaBetaRelease
+from ppdp.mechanisms.ambiguity.release import AmbiguityRelease
+from ppdp.mechanisms.anatomy.release import AnatomyRelease
+from ppdp.mechanisms.mondrian.release import MondrianRelease
+from ppdp.mechanisms.sdr.compound import CompoundAttribute, compound_frequencies
+from ppdp.mechanisms.sdr.formulas import amplification_gamma, protected_values
+from ppdp.mechanisms.sdr.partitioning import PerturbationPartitioning
+from ppdp.mechanisms.sdr.uniform import UniformPerturbation
 from ppdp.table.table import Table
 
 __all__ = ["Measured", "group_association", "measured_privacy", "perturbation_posterior",
@@ -82,9 +92,6 @@ def subtable_counts(mechanism: Any, table: Table) -> tuple[np.ndarray, np.ndarra
     `ppdp.PerturbationPartitioning` (its partition of ``table``, found from the value counts
     alone, so the same as the one its release was published with).
     """
-    from ppdp.mechanisms.sdr.compound import CompoundAttribute, compound_frequencies
-    from ppdp.mechanisms.sdr.formulas import amplification_gamma, protected_values
-
     compound = CompoundAttribute.of(table.schema, table.schema.sensitive)
     frequencies = compound_frequencies(table, compound)
     if hasattr(mechanism, "partition"):
@@ -121,10 +128,6 @@ def tuple_posterior(mechanism: Any, release: Any, table: Table) -> Measured:
     ``mechanism``: a first alpha-beta view's `ppdp.AlphaBeta`, or `ppdp.FRAPP`, with k and
     gamma; ``release``: its view of ``table``.
     """
-    from ppdp.mechanisms.alphabeta.domain import TupleDomain
-    from ppdp.mechanisms.alphabeta.frapp import view_presence
-    from ppdp.mechanisms.alphabeta.release import AlphaBetaRelease
-
     m = TupleDomain.of(release.schema).size
     d = mechanism.k * table.n_rows / m
     if isinstance(release, AlphaBetaRelease):
@@ -164,14 +167,6 @@ def measured_privacy(mechanism: Any, release: Any, table: Table) -> list[Measure
     (none for mechanisms whose guarantee is of another kind: SPLU-Gen's small-sum privacy,
     measured on queries by `small_count_recovery`, DBR, Laplace counts; none for alpha-beta
     views after the first, whose rates follow Algorithm 4)."""
-    from ppdp.mechanisms.alphabeta.frapp import FrappRelease
-    from ppdp.mechanisms.alphabeta.release import AlphaBetaRelease
-    from ppdp.mechanisms.ambiguity.release import AmbiguityRelease
-    from ppdp.mechanisms.anatomy.release import AnatomyRelease
-    from ppdp.mechanisms.mondrian.release import MondrianRelease
-    from ppdp.mechanisms.sdr.partitioning import PerturbationPartitioning
-    from ppdp.mechanisms.sdr.uniform import UniformPerturbation
-
     if isinstance(mechanism, UniformPerturbation | PerturbationPartitioning):
         return [perturbation_posterior(mechanism, table)]
     if isinstance(release, FrappRelease) or (

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ppdp.evaluate.experiments import Claim, ExperimentResult
+from ppdp.evaluate.result import Claim, ExperimentResult
 from ppdp.io.storage import write_atomic
 
 __all__ = ["html_figure", "html_page", "html_rows", "write_report"]

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ppdp.mechanisms import FRAPP, AlphaBeta, Mechanism
 from ppdp.query.binding import bind
 from ppdp.query.syntax import Query, TrueCondition
 from ppdp.randomness import RandomState, make_rng
@@ -104,12 +105,13 @@ def reproduce_section5(table: Table, output_dir: str | os.PathLike[str] | None =
     to three attributes, average absolute errors and their ratio over ``repeats`` publications
     of each; with ``output_dir``, results.json, the scatter of Figure 2 and the cumulative
     error curve of Figure 3 (from the first publication)."""
-    from ppdp.mechanisms import FRAPP, AlphaBeta
-
     rng = make_rng(random_state)
-    mechanisms = {"alphabeta": AlphaBeta(k=k, gamma=gamma), "frapp": FRAPP(k=k, gamma=gamma)}
+    alphabeta = AlphaBeta(k=k, gamma=gamma)
+    mechanisms: dict[str, Mechanism] = {"alphabeta": alphabeta, "frapp": FRAPP(k=k, gamma=gamma)}
     first: dict[str, EqualityQueryResults] = {}
-    guarantee = mechanisms["alphabeta"].guarantee(table)
+    guarantee = alphabeta.guarantee(table)
+    # The table gives the domain size m.
+    assert guarantee.m is not None
     result = Section5Result(k=k, gamma=gamma, n=table.n_rows, m=int(guarantee.m), queries=0)
     for _ in range(repeats):
         for name, mechanism in mechanisms.items():
@@ -136,6 +138,7 @@ def reproduce_section5(table: Table, output_dir: str | os.PathLike[str] | None =
 
 
 def _plot_scatter(results: dict[str, EqualityQueryResults], path: Path) -> Path:
+    # matplotlib is slow to import: only a run that writes figures pays for it.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -155,6 +158,7 @@ def _plot_scatter(results: dict[str, EqualityQueryResults], path: Path) -> Path:
 
 
 def _plot_cumulative(results: dict[str, EqualityQueryResults], path: Path) -> Path:
+    # matplotlib is slow to import: only a run that writes figures pays for it.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
