@@ -106,7 +106,7 @@ def tuple_risk(release: AmbiguityRelease, source: Table) -> pa.Table:
     association = np.asarray(sp.csr_array(own).max(axis=1).todense()).reshape(-1)
 
     def expand(values: np.ndarray, dtype: type) -> pa.Array:
-        full = np.zeros(source.n_rows, dtype=dtype)
+        full: np.ndarray = np.zeros(source.n_rows, dtype=dtype)
         full[known] = values[inverse.reshape(-1)]
         return pa.array(full)
 

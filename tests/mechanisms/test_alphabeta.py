@@ -1,7 +1,6 @@
 """The alpha-beta algorithm (Rastogi, Suciu, Hong, VLDB 2007, Sections 2, 4 and 5): Example 4.1,
 the parameter choice of Section 4.2 and Theorem 4.3, the alpha- and beta-steps (Algorithms 1-2),
-the estimator (Algorithm 3) over seeds, multiple views (Algorithm 4), the release files and the
-command line.
+the estimator (Algorithm 3) over seeds and non-uniform noise (Algorithm 5).
 
 Statistical checks run over fixed seeds. A mean is accepted within 5 standard errors of its
 expectation and an empirical sd within 5 relative sds (1/sqrt(2(R - 1)) for R draws) of the
@@ -11,24 +10,16 @@ quantity, while biases of a fraction of a standard error times sqrt(R) are caugh
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from importlib import resources
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
-from typer.testing import CliRunner
 
-import ppdp
-from ppdp import AlphaBeta, InfeasibleError, ReleaseError
-from ppdp.cli import app
-from ppdp.data.schema import Column, Role, Schema
-from ppdp.io.read import write_table
+from ppdp import AlphaBeta, InfeasibleError
 from ppdp.mechanisms.alphabeta.domain import TupleDomain
 from ppdp.mechanisms.alphabeta.draws import NOISE_CHUNK, bernoulli_keys, view_rates
 from ppdp.mechanisms.alphabeta.privacy import (
@@ -37,74 +28,25 @@ from ppdp.mechanisms.alphabeta.privacy import (
     theorem_4_3_violations,
 )
 from ppdp.mechanisms.alphabeta.release import AlphaBetaRelease
-from ppdp.mechanisms.alphabeta.views import ViewSequence, fingerprint
 from ppdp.query.binding import bind
 from ppdp.query.domain_count import count_domain
-from ppdp.table.table import Table
-
-ADULT_N = 30162
-ADULT_M = 648023040
-# The row count beta is computed from at (k, gamma) = (10, 0.2): 30,162 rounded up to 4 * 8192,
-# so that beta = k n'/(gamma m) does not give n away.
-ADULT_PUBLIC_N = public_row_count(ADULT_N, k=10, gamma=0.2)
-
-# Example 4.1: domains age 20..39, nationality {American, British, Indian}, score 81..100
-# (m = 20 * 3 * 20 = 1200) and the 12 rows of the view of Table 1(d).
-EXAMPLE_VIEW = [(25, "British", 99), (21, "British", 99), (22, "Indian", 89), (32, "Indian", 90),
-                (28, "Indian", 99), (29, "American", 81), (33, "American", 94),
-                (27, "American", 94), (32, "British", 83), (36, "American", 94),
-                (26, "American", 99), (39, "Indian", 94)]
-EXAMPLE_PARAMETERS = {"alpha": 2 / 3, "beta": 1 / 150}
-
-
-def example_schema(columns: tuple[str, ...] = ("age", "nationality", "score")) -> Schema:
-    domains = {"age": tuple(range(20, 40)), "nationality": ("American", "British", "Indian"),
-               "score": tuple(range(81, 101))}
-    return Schema(tuple(Column(c, Role.QUASI_IDENTIFIER, domains[c]) for c in columns))
-
-
-def example_codes(schema: Schema, rows: list[tuple[int, str, int]]) -> dict[str, np.ndarray]:
-    values = {"age": [r[0] for r in rows], "nationality": [r[1] for r in rows],
-              "score": [r[2] for r in rows]}
-    return {c: np.array([schema[c].domain.index(v) for v in values[c]], dtype=schema[c].dtype)
-            for c in schema.names}
-
-
-def int_table(sizes: dict[str, int], rows: np.ndarray) -> Table:
-    """A table of integer columns with domains 0..size-1, rows given as codes (one per line)."""
-    schema = Schema(tuple(Column(c, Role.QUASI_IDENTIFIER, tuple(range(s)))
-                          for c, s in sizes.items()))
-    return Table(schema, {c: np.asarray(rows)[:, i] for i, c in enumerate(sizes)})
-
-
-def view_keys(release: AlphaBetaRelease) -> np.ndarray:
-    return release.domain.keys(release.codes)
-
-
-def table_keys(table: Table) -> np.ndarray:
-    return TupleDomain.of(table.schema).keys(table.codes)
-
-
-def assert_unbiased(estimates: np.ndarray, truth: float, label: str) -> None:
-    """The mean of R independent estimates within 5 standard errors of the truth."""
-    estimates = np.asarray(estimates, dtype=float)
-    se = estimates.std(ddof=1) / math.sqrt(len(estimates))
-    assert abs(estimates.mean() - truth) <= 5 * se, (label, estimates.mean(), truth, se)
-
-
-def assert_calibrated(estimates: np.ndarray, stderrs: np.ndarray, label: str) -> None:
-    """The empirical sd of R estimates over the mean reported stderr within 5 relative sds of 1
-    (the sd of a sample sd is about sd/sqrt(2(R - 1)))."""
-    ratio = np.std(estimates, ddof=1) / np.mean(stderrs)
-    tolerance = 5 / math.sqrt(2 * (len(estimates) - 1))
-    assert abs(ratio - 1) <= tolerance, (label, ratio, tolerance)
-
-
-@pytest.fixture(scope="module")
-def adult() -> Table:
-    # The paper's setting (m = 648,023,040): the domains are the values present.
-    return ppdp.datasets.adult(observed_domains=True)
-
+from tests.mechanisms.alphabeta_helpers import (
+    ADULT_M,
+    ADULT_N,
+    ADULT_PUBLIC_N,
+    ADULT_QUERIES,
+    EXAMPLE_PARAMETERS,
+    EXAMPLE_VIEW,
+    NUMERIC_QUERIES,
+    SMALL_SIZES,
+    assert_calibrated,
+    assert_unbiased,
+    example_codes,
+    example_schema,
+    int_table,
+    table_keys,
+    view_keys,
+)
 
 # -- Example 4.1 -------------------------------------------------------------------------------
 
@@ -295,15 +237,6 @@ def test_theorem_4_3_posterior_bounds(k, gamma):
 
 # -- the beta-step and the alpha-step ----------------------------------------------------------
 
-SMALL_SIZES = {"a": 5, "b": 4, "c": 6}  # m = 120
-
-
-@pytest.fixture(scope="module")
-def small_table() -> Table:
-    """10 distinct tuples of the 5 x 4 x 6 domain, one row each."""
-    keys = np.random.default_rng(11).choice(120, size=10, replace=False)
-    return int_table(SMALL_SIZES, np.stack(np.unravel_index(keys, (5, 4, 6)), axis=1))
-
 
 def test_beta_step_counts_and_uniformity(small_table):
     """alpha = 0.3, beta = 0.2 on m = 120, n = 10 distinct tuples, R = 3000 views.
@@ -391,15 +324,6 @@ def test_rows_that_repeat_a_tuple(copies):
 
 # -- the estimator over seeds ------------------------------------------------------------------
 
-ADULT_QUERIES = [
-    "age < 30",
-    "sex = 'Female' OR race = 'Black'",
-    "NOT (education IN ('Bachelors', 'Masters', 'Doctorate'))",
-    "occupation IN ('Sales', 'Tech-support') AND age >= 40",
-    "2 * age + 1 < 61",
-    "age = 30 AND sex = 'Female' AND race = 'White' AND education = 'Bachelors'",
-]
-
 
 def test_estimates_are_unbiased_on_adult(adult):
     """R = 100 views of Adult at (k n/m, gamma) = (2 n/m, 0.5): beta m = k n/gamma = 120,648
@@ -435,21 +359,6 @@ def test_estimates_are_unbiased_on_adult(adult):
         assert_calibrated(grouped_values[:, j], grouped_errors[:, j], str(key))
 
 
-NUMERIC_QUERIES = ["score < 3*age", "age + score > 120",
-                   "score - age >= 60 OR nationality = 'Indian'",
-                   "NOT (score >= 2*age + 30) AND nationality IN ('American', 'British')"]
-
-
-@pytest.fixture(scope="module")
-def example_table() -> Table:
-    """600 rows on the Example 4.1 domain (m = 1200), so many tuples repeat."""
-    rng = np.random.default_rng(5)
-    schema = example_schema()
-    codes = {"age": rng.integers(0, 20, 600), "nationality": rng.choice(3, 600, p=[.5, .3, .2]),
-             "score": np.minimum(rng.poisson(8, 600), 19)}
-    return Table(schema, codes)
-
-
 def test_cross_column_arithmetic_estimates_are_unbiased(example_table):
     """Conditions comparing columns (score < 3*age, age + score > 120, ...) on a small numeric
     table, alpha = 0.4, beta = 0.1, R = 400 views: mean within 5 standard errors, empirical sd
@@ -468,325 +377,6 @@ def test_cross_column_arithmetic_estimates_are_unbiased(example_table):
     for j, query in enumerate(NUMERIC_QUERIES):
         assert_unbiased(values[:, j], truths[j], query)
         assert_calibrated(values[:, j], errors[:, j], query)
-
-
-# -- multiple views (Algorithm 4) --------------------------------------------------------------
-
-
-def test_view_rates():
-    alpha, beta, v = 0.3, 0.05, 4
-    first = view_rates(alpha, beta, v, 1)
-    # View 1 is Algorithm 1: tuples of I (not yet seen) kept at alpha + beta, the rest of D
-    # inserted at beta; the estimator divides by alpha.
-    assert first.unseen == pytest.approx(alpha) and first.other == pytest.approx(beta)
-    for view in (1, 2, 3, 4):
-        rates = view_rates(alpha, beta, v, view)
-        assert rates.earlier == pytest.approx((alpha + beta) * math.exp(-1 / v))
-        assert rates.seen + rates.earlier == pytest.approx(alpha + beta)
-        assert rates.other == pytest.approx((1 - alpha - beta) ** (view - 1) * beta)
-        assert rates.unseen + rates.other == pytest.approx(alpha + beta)
-
-
-def test_a_sequence_publishes_v_views_and_no_more(small_table):
-    sequence = AlphaBeta(alpha=0.3, beta=0.2, v=3).views(small_table)
-    union = np.empty(0, dtype=np.int64)
-    for view in (1, 2, 3):
-        release = sequence.publish(random_state=view)
-        assert release.parameters["view"] == view and release.parameters["v"] == 3
-        earlier = release.domain.keys(release.earlier) if view > 1 else np.empty(0)
-        assert set(earlier.tolist()) == set(union.tolist())  # V' is published with view i
-        union = np.union1d(union, view_keys(release))
-        assert sequence.published == view
-        assert np.array_equal(sequence.earlier, union)
-    with pytest.raises(InfeasibleError, match="v = 3"):
-        sequence.publish(random_state=4)
-    assert sequence.published == 3
-
-
-@pytest.fixture(scope="module")
-def distinct_table() -> Table:
-    """600 distinct tuples of the Example 4.1 domain (m = 1200), one row each."""
-    keys = np.random.default_rng(5).choice(1200, size=600, replace=False)
-    age, nationality, score = np.unravel_index(keys, (20, 3, 20))
-    return Table(example_schema(), {"age": age, "nationality": nationality, "score": score})
-
-
-def run_sequences(table: Table, runs: int = 400, v: int = 3):
-    """R fresh sequences of v views, alpha = 0.4, beta = 0.1: estimates and stderrs per view,
-    seed and query, and view sizes."""
-    mechanism = AlphaBeta(alpha=0.4, beta=0.1, v=v)
-    values = np.empty((v, runs, len(NUMERIC_QUERIES)))
-    errors = np.empty_like(values)
-    sizes = np.empty((v, runs))
-    for seed in range(runs):
-        sequence = mechanism.views(table)
-        for view in range(v):
-            release = sequence.publish(random_state=seed * 10 + view)
-            values[view, seed], errors[view, seed] = release.count_all(NUMERIC_QUERIES)
-            sizes[view, seed] = release.n_rows
-    return values, errors, sizes
-
-
-@pytest.fixture(scope="module")
-def distinct_sequences(distinct_table):
-    return run_sequences(distinct_table)
-
-
-@pytest.fixture(scope="module")
-def repeated_sequences(example_table):
-    return run_sequences(example_table)
-
-
-@pytest.mark.parametrize("view", [2, 3])
-def test_later_views_are_unbiased(distinct_table, distinct_sequences, example_table,
-                                  repeated_sequences, view):
-    """Views 2 and 3 estimate the tuples seen in V' and the others apart (their rates differ).
-    Over 400 fresh sequences each query's mean is within 5 standard errors of the truth, on a
-    table of distinct tuples and on one whose tuples repeat; on distinct tuples the empirical
-    sd is within 5 relative sds (0.18) of the reported stderr (with repeated tuples the stderr
-    is too small, see test_stderr_with_repeated_tuples)."""
-    for table, (values, errors, _) in ((distinct_table, distinct_sequences),
-                                       (example_table, repeated_sequences)):
-        for j, query in enumerate(NUMERIC_QUERIES):
-            truth = table.count(query).value
-            label = f"view {view}: {query} ({table.n_rows} rows)"
-            assert_unbiased(values[view - 1, :, j], truth, label)
-            if table is distinct_table:
-                assert_calibrated(values[view - 1, :, j], errors[view - 1, :, j], label)
-
-
-def test_later_views_stay_bounded(distinct_sequences, repeated_sequences):
-    """Section 4.4.1: no view is larger than |V_1|/(alpha + beta). Mean sizes over 400
-    sequences, compared with 5 standard errors of slack."""
-    for _, _, sizes in (distinct_sequences, repeated_sequences):
-        first = sizes[0].mean()
-        for view in (1, 2):
-            slack = 5 * math.hypot(sizes[view].std(ddof=1), sizes[0].std(ddof=1) / 0.5) / \
-                math.sqrt(sizes.shape[1])
-            assert sizes[view].mean() <= first / 0.5 + slack
-
-
-@pytest.mark.parametrize("view", [1, 2])
-def test_stderr_with_repeated_tuples(view):
-    """One tuple held by 8 rows, the query selecting exactly it (n_D = 1), alpha = 0.4,
-    beta = 0.1, R = 400 sequences. View 1: the copies in V are Binomial(8, 0.4125), so the
-    estimate's sd is sqrt(8 * 0.4125 * 0.5875)/0.4 = 3.48. The reported stderr must count the
-    8 rows' variances, not cap them at the one distinct tuple the condition selects (which
-    gave at most sqrt(0.25)/0.4 = 1.25). The estimate itself is unbiased (checked first)."""
-    rows = [(25, "Indian", 90)] * 8
-    schema = example_schema()
-    table = Table(schema, example_codes(schema, rows))
-    query = "age = 25 AND nationality = 'Indian' AND score = 90"
-    mechanism = AlphaBeta(alpha=0.4, beta=0.1, v=2)
-    runs = 400
-    values, errors = np.empty(runs), np.empty(runs)
-    for seed in range(runs):
-        sequence = mechanism.views(table)
-        for index in range(view):
-            release = sequence.publish(random_state=seed * 10 + index)
-        answer = release.count(query)
-        values[seed], errors[seed] = answer.value, answer.stderr
-    assert_unbiased(values, 8, query)
-    assert_calibrated(values, errors, query)
-
-
-def test_later_views_are_unbiased_on_adult(adult):
-    """Adult at (2 n/m, 0.5), v = 3, R = 30 fresh sequences (0.26 s each): the means of views 2
-    and 3 within 5 standard errors of the truth."""
-    runs, queries = 30, ADULT_QUERIES[:4]
-    truths = [adult.count(q).value for q in queries]
-    values = np.empty((3, runs, len(queries)))
-    sizes = np.empty((3, runs))
-    for seed in range(runs):
-        sequence = AlphaBeta(k=2, gamma=0.5, v=3).views(adult)
-        for view in range(3):
-            release = sequence.publish(random_state=1000 + 3 * seed + view)
-            values[view, seed], _ = release.count_all(queries)
-            sizes[view, seed] = release.n_rows
-    for view in (1, 2):
-        for j, query in enumerate(queries):
-            assert_unbiased(values[view, :, j], truths[j], f"view {view + 1}: {query}")
-        assert sizes[view].mean() <= sizes[0].mean() / 0.5
-
-
-def test_state_round_trip_continues_the_sequence(small_table, tmp_path):
-    mechanism = AlphaBeta(alpha=0.3, beta=0.2, v=3)
-    sequence = mechanism.views(small_table)
-    sequence.publish(random_state=1)
-    state = sequence.save_state(tmp_path / "state")
-    assert (state / "state.json").is_file()
-    loaded = ViewSequence.load_state(state, AlphaBeta(alpha=0.3, beta=0.2, v=3), small_table)
-    assert loaded.published == 1
-    assert np.array_equal(loaded.earlier, sequence.earlier)
-    # The same draws give the same second view from the loaded and the original sequence.
-    second = sequence.publish(random_state=2)
-    again = loaded.publish(random_state=2)
-    assert again.parameters["view"] == 2
-    assert np.array_equal(view_keys(second), view_keys(again))
-    loaded.save_state(state)
-    last = ViewSequence.load_state(state, mechanism, small_table)
-    assert last.published == 2 and np.array_equal(last.earlier, sequence.earlier)
-    last.publish(random_state=3)
-    last.save_state(state)
-    with pytest.raises(InfeasibleError):
-        ViewSequence.load_state(state, mechanism, small_table).publish(random_state=4)
-
-
-def test_state_of_another_table_or_other_parameters_is_refused(small_table, tmp_path):
-    mechanism = AlphaBeta(alpha=0.3, beta=0.2, v=3)
-    sequence = mechanism.views(small_table)
-    sequence.publish(random_state=1)
-    state = sequence.save_state(tmp_path / "state")
-    rows = np.stack([small_table.codes[c] for c in SMALL_SIZES], axis=1)
-    rows[0, 0] = (rows[0, 0] + 1) % 5
-    with pytest.raises(ReleaseError, match="another table"):
-        ViewSequence.load_state(state, mechanism, int_table(SMALL_SIZES, rows))
-    for other in (AlphaBeta(alpha=0.3, beta=0.1, v=3), AlphaBeta(alpha=0.3, beta=0.2, v=4)):
-        with pytest.raises(ReleaseError, match="same parameters"):
-            ViewSequence.load_state(state, other, small_table)
-    with pytest.raises(ReleaseError):
-        ViewSequence.load_state(tmp_path / "missing", mechanism, small_table)
-
-
-def test_release_files_hold_no_state(small_table, tmp_path):
-    """Views 1 and 2 saved: release.json, view.parquet (and earlier.parquet, V', for view 2);
-    no seed, fingerprint or count of published views anywhere in them."""
-    sequence = AlphaBeta(alpha=0.3, beta=0.2, v=2).views(small_table)
-    secret = fingerprint(small_table)
-    for view in (1, 2):
-        target = tmp_path / f"view{view}"
-        sequence.publish(random_state=987654).save(target)
-        expected = {"release.json", "view.parquet"} | ({"earlier.parquet"} if view > 1 else set())
-        assert {p.name for p in target.iterdir()} == expected
-        text = (target / "release.json").read_text()
-        metadata = json.loads(text)
-        assert set(metadata["parameters"]) <= {"alpha", "beta", "k", "gamma", "d", "v", "view",
-                                               "noise"}
-        for word in ("seed", "state", "fingerprint", "published", "987654", secret[:16]):
-            assert word not in text
-        for name in expected - {"release.json"}:
-            data = (target / name).read_bytes()
-            assert b"987654" not in data and secret[:16].encode() not in data
-    # The state (V' and the count of views) is written only where save_state is told.
-    state = sequence.save_state(tmp_path / "private" / "state")
-    assert {p.name for p in state.iterdir()} == {"state.json", "earlier.parquet"}
-    assert json.loads((state / "state.json").read_text())["published"] == 2
-
-
-def test_release_save_load_round_trip(example_table, tmp_path):
-    sequence = AlphaBeta(alpha=0.4, beta=0.1, v=2).views(example_table)
-    queries = [*NUMERIC_QUERIES, "nationality = 'Indian'"]
-    for view in (1, 2):
-        release = sequence.publish(random_state=view)
-        loaded = ppdp.load_release(release.save(tmp_path / f"view{view}"))
-        assert isinstance(loaded, AlphaBetaRelease)
-        assert loaded.parameters == release.parameters
-        for query in queries:
-            assert loaded.count(query) == release.count(query)
-        group = "SELECT COUNT(*) WHERE age > 30 GROUP BY nationality"
-        assert loaded.count(group) == release.count(group)
-
-
-# -- command line ------------------------------------------------------------------------------
-
-runner = CliRunner()
-
-
-def run(*args: object):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def refused(*args: object, match: str) -> str:
-    result = run(*args)
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert match in lines[0], lines[0]
-    return lines[0]
-
-
-def test_cli_views_of_the_paper_table(private_state_dir, tmp_path):
-    """Two views of the paper's table (adult-arx-9attr.csv: the bundled Adult's rows, written
-    as a CSV file) at (10 n/m, 0.2) with v = 2, no --sensitive, over the values present (the
-    paper's setting); a third view and a view with other parameters are refused."""
-    source = write_table(ppdp.datasets.adult().to_arrow(), tmp_path / "adult-arx-9attr.csv")
-    params = ["-m", "alphabeta", "-p", "k=10", "-p", "gamma=0.2", "-p", "v=2",
-              "--observed-domains"]
-    first = run("publish", source, *params, "-o", tmp_path / "view1", "--seed", 1)
-    assert first.exit_code == 0, first.output
-    meta = json.loads((tmp_path / "view1" / "release.json").read_text())
-    assert meta["mechanism"] == "alphabeta" and meta["parameters"]["view"] == 1
-    # beta = k n'/(gamma m) with n' the public row count, not n.
-    assert meta["parameters"]["beta"] == pytest.approx(10 * ADULT_PUBLIC_N / ADULT_M / 0.2)
-    # The private state is kept in the state folder ($PPDP_STATE_DIR), not beside the release.
-    states = list(private_state_dir.glob("*/state.json"))
-    assert len(states) == 1 and json.loads(states[0].read_text())["published"] == 1
-    assert not list(tmp_path.rglob("state.json"))
-    second = run("publish", source, *params, "-o", tmp_path / "view2", "--seed", 2)
-    assert second.exit_code == 0, second.output
-    meta = json.loads((tmp_path / "view2" / "release.json").read_text())
-    assert meta["parameters"]["view"] == 2 and "earlier" in meta["files"]
-    assert json.loads(states[0].read_text())["published"] == 2
-    refused("publish", source, *params, "-o", tmp_path / "view3", "--seed", 3, match="v = 2")
-    assert not (tmp_path / "view3").exists()
-    refused("publish", source, "-m", "alphabeta", "-p", "k=10", "-p", "gamma=0.3", "-p", "v=2",
-            "--observed-domains", "-o", tmp_path / "other", "--seed", 4,
-            match="same parameters")
-    assert not (tmp_path / "other").exists()
-    # The release answers queries through `ppdp count`.
-    answer = run("count", tmp_path / "view2", "age < 30", "--json")
-    assert answer.exit_code == 0, answer.output
-    assert set(json.loads(answer.stdout)) == {"estimate", "stderr", "ci95"}
-
-
-def test_cli_state_dir(private_state_dir, tmp_path):
-    """--state-dir puts the state there and nothing beside the release; the bundled adult at
-    (n/m, 0.5) keeps the views small."""
-    params = ["-m", "alphabeta", "-p", "k=1", "-p", "gamma=0.5", "-p", "v=2"]
-    private = tmp_path / "private"
-    out = tmp_path / "public"
-    result = run("publish", "adult", *params, "-o", out / "v1", "--seed", 1, "--state-dir",
-                 private)
-    assert result.exit_code == 0, result.output
-    assert list(private.glob("*/state.json")) and not (out / ".ppdp-state").exists()
-    result = run("publish", "adult", *params, "-o", out / "v2", "--seed", 2, "--state-dir",
-                 private)
-    assert result.exit_code == 0, result.output
-    assert json.loads((out / "v2" / "release.json").read_text())["parameters"]["view"] == 2
-    # Without --state-dir the state is kept in the default state folder ($PPDP_STATE_DIR
-    # here), which holds none for this table yet: a new sequence starts there ...
-    result = run("publish", "adult", *params, "-o", out / "v3", "--seed", 3)
-    assert result.exit_code == 0, result.output
-    assert json.loads((out / "v3" / "release.json").read_text())["parameters"]["view"] == 1
-    assert list(private_state_dir.glob("*/state.json"))
-    assert not (out / ".ppdp-state").exists() and not list(tmp_path.rglob(".ppdp-state"))
-    # ... and continues whatever the output folder.
-    result = run("publish", "adult", *params, "-o", tmp_path / "elsewhere" / "v4", "--seed", 4)
-    assert result.exit_code == 0, result.output
-    metadata = json.loads((tmp_path / "elsewhere" / "v4" / "release.json").read_text())
-    assert metadata["parameters"]["view"] == 2
-
-
-@pytest.mark.parametrize("variant", ["sensitive", "row order"])
-def test_cli_same_rows_continue_the_sequence(tmp_path, variant):
-    params = ["-m", "alphabeta", "-p", "k=1", "-p", "gamma=0.5", "-p", "v=2"]
-    result = run("publish", "adult", *params, "-o", tmp_path / "v1", "--seed", 1)
-    assert result.exit_code == 0, result.output
-    if variant == "sensitive":
-        again = run("publish", "adult", *params, "-s", "occupation", "-o", tmp_path / "v2",
-                    "--seed", 2)
-    else:
-        # The bundled adult's rows shuffled, with the same (codebook) domains declared.
-        adult = ppdp.datasets.adult()
-        source = tmp_path / "data" / "shuffled.parquet"
-        source.parent.mkdir()
-        order = np.random.default_rng(0).permutation(adult.n_rows)
-        pq.write_table(adult.take(order).to_arrow(), source)
-        with resources.as_file(resources.files("ppdp.datasets") / "adult.domains.json") as path:
-            again = run("publish", source, *params, "--domains", path, "-o", tmp_path / "v2",
-                        "--seed", 2)
-    assert again.exit_code == 0, again.output
-    assert json.loads((tmp_path / "v2" / "release.json").read_text())["parameters"]["view"] == 2
 
 
 # -- non-uniform noise (Algorithm 5) -----------------------------------------------------------
@@ -831,142 +421,3 @@ def test_marginal_noise_options_are_checked():
         AlphaBeta(k=1, gamma=0.5, v=2, noise="marginal")
     with pytest.raises(ValueError, match="noise"):
         AlphaBeta(k=1, gamma=0.5, noise="gaussian")
-
-
-# -- resource limits and extreme parameters -----------------------------------------------------
-
-
-def sparse_table(n_rows: int = 200) -> Table:
-    """n rows over a domain of m = 50 * 50 * 40 = 100,000 tuples."""
-    rng = np.random.default_rng(7)
-    return int_table({"a": 50, "b": 50, "c": 40}, rng.integers(0, 40, size=(n_rows, 3)))
-
-
-def test_a_view_over_max_rows_is_refused_before_it_is_drawn():
-    """100 rows over m = 5 10^9 tuples at alpha = 0.3, beta = 0.2 expect a view of about 10^9
-    tuples (alpha n + beta m): refused with its size, its memory and the limit to raise, while
-    allocating next to nothing (a cap on new address space turns a regression into a
-    MemoryError instead of exhausting the machine)."""
-    resource = pytest.importorskip("resource")
-    import tracemalloc
-
-    rng = np.random.default_rng(0)
-    table = int_table({"a": 1000, "b": 1000, "c": 5000}, rng.integers(0, 1000, size=(100, 3)))
-    mechanism = AlphaBeta(alpha=0.3, beta=0.2)
-    assert mechanism.expected_view_size(100, 5 * 10**9) == pytest.approx(1e9, rel=1e-6)
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    try:
-        with open("/proc/self/status") as status:
-            size = next(int(line.split()[1]) * 1024 for line in status
-                        if line.startswith("VmSize"))
-    except FileNotFoundError:
-        pytest.skip("the address-space cap reads /proc/self/status (Linux)")
-    cap = size + 2**30 if hard == resource.RLIM_INFINITY else min(size + 2**30, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    tracemalloc.start()
-    try:
-        with pytest.raises(InfeasibleError) as error:
-            mechanism.publish(table, random_state=0)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-    assert peak < 2**24
-    message = str(error.value)
-    assert ("about 1,000,000,030 tuples (alpha n + beta m with n = 100, m = 5,000,000,000"
-            in message)
-    assert "need about 64 GB of memory" in message
-    assert "more than max_rows = 20,000,000" in message
-    assert "max_rows=1100000000 (CLI: -p max_rows=1100000000)" in message
-    with pytest.raises(InfeasibleError, match="about 1,000,000,030 tuples"):
-        mechanism.views(table)
-    # Later views are checked with Algorithm 4's rates and the size of V'.
-    with pytest.raises(InfeasibleError, match=r"view 2, \|V'\| = 1,000"):
-        AlphaBeta(alpha=0.3, beta=0.2, v=2).check_view_size(table, earlier=1000, view=2)
-
-
-def test_raising_max_rows_lets_a_larger_view_through():
-    # 1,000 rows over m = 10^6 at alpha = 0.3, beta = 0.2: about 200,300 tuples expected.
-    rng = np.random.default_rng(1)
-    table = int_table({"a": 100, "b": 100, "c": 100}, rng.integers(0, 100, size=(1000, 3)))
-    with pytest.raises(InfeasibleError, match=r"raise the limit .* max_rows=210000"):
-        AlphaBeta(alpha=0.3, beta=0.2, max_rows=100_000).publish(table, random_state=0)
-    mechanism = AlphaBeta.from_params({"alpha": "0.3", "beta": "0.2", "max_rows": "2.1e5"})
-    assert mechanism.max_rows == 210_000
-    release = mechanism.publish(table, random_state=0)
-    assert abs(release.n_rows - 200_300) < 5 * math.sqrt(10**6 * 0.2 * 0.8)
-
-
-def test_max_rows_is_a_resource_option_not_a_privacy_parameter(tmp_path):
-    """max_rows is left out of the release's parameters, the saved view state and the
-    parameters later views must repeat: a later view may be published with another limit."""
-    table = sparse_table()
-    mechanism = AlphaBeta(alpha=0.3, beta=0.2, v=2, max_rows=10**6)
-    assert "max_rows" not in mechanism.parameter_values
-    assert mechanism.resource_values == {"max_rows": 10**6}
-    assert "max_rows=1000000" in repr(mechanism)
-    views = mechanism.views(table)
-    release = views.publish(random_state=0)
-    assert "max_rows" not in release.parameters
-    release.save(tmp_path / "view1")
-    assert "max_rows" not in (tmp_path / "view1" / "release.json").read_text()
-    views.save_state(tmp_path / "state")
-    assert "max_rows" not in (tmp_path / "state" / "state.json").read_text()
-    raised = AlphaBeta(alpha=0.3, beta=0.2, v=2, max_rows=5 * 10**6)
-    later = ViewSequence.load_state(tmp_path / "state", raised, table)
-    assert later.publish(random_state=1).parameters["view"] == 2
-
-
-def test_a_thousand_columns_give_a_schema_error_not_an_overflow():
-    # m = 2^1000, beyond a float: the message states it as a power of ten.
-    table = int_table({f"c{i}": 2 for i in range(1000)}, np.zeros((5, 1000), dtype=np.int64))
-    mechanism = AlphaBeta(k=1, gamma=0.5)
-    with pytest.raises(ppdp.SchemaError, match=r"1000 columns has 10\^301 tuples"):
-        mechanism.publish(table, random_state=0)
-    with pytest.raises(ppdp.SchemaError, match=r"10\^301"):
-        mechanism.guarantee(table)
-
-
-@pytest.mark.parametrize(("params", "match"), [
-    ({"k": "1e308", "gamma": "0.2"}, r"needs beta = k n'/\(gamma m\) = inf > 1/2.*lower k"),
-    ({"k": "1", "gamma": "1e308"}, r"gamma must be in the open interval \(0, 1\)"),
-    ({"k": "1", "gamma": "1e-320"}, r"raise gamma"),
-    ({"k": "inf", "gamma": "0.2"}, r"k must be a positive number"),
-    ({"k": "nan", "gamma": "0.2"}, r"k must be a positive number"),
-    ({"k": "1", "gamma": "nan"}, r"gamma must be in the open interval"),
-    ({"alpha": "1e-320", "beta": "0.5"}, r"alpha must be at least 1e-09"),
-    ({"alpha": "0.5", "beta": "nan"}, r"beta must be in the open interval"),
-    ({"alpha": "inf", "beta": "0.1"}, r"alpha must be in the open interval"),
-    ({"k": "1", "gamma": "0.2", "v": "1e308"},
-     r"v \(number of views\) must be an integer in 1\.\.1,000,000, got 10\^308"),
-    ({"k": "1", "gamma": "0.2", "max_rows": "0"}, r"max_rows must be an integer >= 1"),
-    # d = 50 * 200/100,000 = 0.1 and d/gamma = 1/2 exactly: alpha = 1/2 - beta = 0.
-    ({"k": "50", "gamma": "0.2"}, r"n' = 1,024 is the row count rounded up"),
-])
-def test_extreme_parameters_give_a_value_error_naming_them(params, match):
-    table = sparse_table()
-    with pytest.raises(ValueError, match=match):
-        mechanism = AlphaBeta.from_params(params)
-        mechanism.guarantee(table)
-        mechanism.publish(table, random_state=0)
-
-
-@pytest.mark.parametrize("params", [{"k": "1e-320", "gamma": "0.2"},
-                                    {"alpha": "0.5", "beta": "1e-320"},
-                                    {"k": "1", "gamma": "0.9999999999999999"}])
-def test_tiny_parameters_give_a_valid_view(params):
-    table = sparse_table()
-    mechanism = AlphaBeta.from_params(params)
-    assert math.isfinite(mechanism.guarantee(table).expected_view_size)
-    estimate = mechanism.publish(table, random_state=0).count("a = 1")
-    assert math.isfinite(estimate.value) and math.isfinite(estimate.stderr)
-
-
-@pytest.mark.parametrize(("options", "match"), [
-    ({"n": 10, "m": 0}, r"m \(domain size\) must be an integer in 1\.\.2\^62 - 1, got 0"),
-    ({"n": -1, "m": 10}, r"n \(number of rows\) must be an integer >= 0"),
-    ({"n": 10, "m": 10**400}, r"got 10\^400"),
-])
-def test_guarantee_checks_n_and_m(options, match):
-    with pytest.raises(ValueError, match=match):
-        AlphaBeta(k=1, gamma=0.2).guarantee(**options)

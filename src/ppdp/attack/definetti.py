@@ -35,8 +35,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
+import scipy.sparse as sp
 
 from ppdp.attack.inference import claimed_bound
 from ppdp.attack.learning import (
@@ -115,6 +117,7 @@ def _anatomy(targets: Targets) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
     (random worlds; apart, so that the attack's cost leaves it out)."""
     release = targets.release
     quasi, sizes = targets.quasi, targets.sizes
+    assert targets.sensitive is not None  # `applies` admits only the release's sensitive column
     n_values = sizes[targets.sensitive]
     rows, lines = anatomy_entries(release)
     st_groups, st_values, st_counts = release.st  # type: ignore[attr-defined]
@@ -148,6 +151,7 @@ def _ambiguity(targets: Targets) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
     (each covering group's multiset taken as the chance of each value)."""
     release = targets.release
     quasi, sizes = list(release.schema.quasi_identifiers), targets.sizes
+    assert targets.sensitive is not None  # `applies` admits only the release's sensitive column
     n_values = sizes[targets.sensitive]
     st_groups, st_values, st_counts = release.st  # type: ignore[attr-defined]
     st_values = st_values.astype(np.int64)
@@ -165,7 +169,8 @@ def _ambiguity(targets: Targets) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
             conditional = _log_conditionals(values, codes, shares, n_values, sizes[q])
         conditionals[q] = conditional
     weights, distinct, tuple_of, _ = groups_of(targets)
-    log_likelihood = sum(conditionals[q][:, distinct[:, i]].T for i, q in enumerate(quasi))
+    log_likelihood = cast(np.ndarray, sum(conditionals[q][:, distinct[:, i]].T
+                                          for i, q in enumerate(quasi)))
     likelihood = np.exp(log_likelihood - log_likelihood.max(axis=1, keepdims=True))
     held = np.zeros((release.n_groups, n_values))  # type: ignore[attr-defined]
     np.add.at(held, (st_groups, st_values), count)
@@ -173,10 +178,8 @@ def _ambiguity(targets: Targets) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
     return learnt[tuple_of], lambda: _mixture(weights, np.ones_like(likelihood), held)[tuple_of]
 
 
-def _mixture(weights: object, likelihood: np.ndarray, held: np.ndarray) -> np.ndarray:
+def _mixture(weights: sp.csr_array, likelihood: np.ndarray, held: np.ndarray) -> np.ndarray:
     """Sum over covering groups j of P(j) c_js L_s / sum_s' c_js' L_s', for every tuple."""
-    import scipy.sparse as sp
-
     weights = sp.csr_array(weights)
     rows = np.repeat(np.arange(weights.shape[0]), np.diff(weights.indptr))
     normaliser = np.empty(len(weights.data))

@@ -20,6 +20,9 @@ import numpy as np
 
 from ppdp.attack.targets import Targets, joint_keys
 from ppdp.errors import PpdpError
+from ppdp.mechanisms.ambiguity.release import AmbiguityRelease
+from ppdp.mechanisms.anatomy.release import AnatomyRelease
+from ppdp.mechanisms.mondrian.release import MondrianRelease
 from ppdp.release.base import Release
 
 __all__ = [
@@ -61,10 +64,6 @@ def release_rows(release: Release, targets: Targets) -> TrainingRows:
     no row in the source's domain; each published row is drawn as their estimators assume
     (values uniform over what a group lists or a label covers, independent across attributes).
     """
-    from ppdp.mechanisms.ambiguity.release import AmbiguityRelease
-    from ppdp.mechanisms.anatomy.release import AnatomyRelease
-    from ppdp.mechanisms.mondrian.release import MondrianRelease
-
     reason = rows_unavailable(release, targets)
     if reason is not None:
         raise ValueError(reason)
@@ -161,6 +160,8 @@ def _naive_bayes(training: TrainingRows, targets: Mapping[str, np.ndarray],
                  quasi: Sequence[str], sizes: Mapping[str, int], n_values: int) -> np.ndarray:
     """scikit-learn's categorical naive Bayes (Laplace smoothing 1), trained on the rows and
     applied to the targets, over every value of the attribute."""
+    # scikit-learn is an optional dependency (the ``attack`` extra): imported where it is
+    # used, so that the rest of ppdp works without it.
     try:
         from sklearn.naive_bayes import CategoricalNB
     except ImportError:

@@ -32,6 +32,7 @@ import numpy as np
 from ppdp.attack.report import AttackResult
 from ppdp.attack.targets import Targets, joint_keys
 from ppdp.evaluate.measured_privacy import perturbation_posterior, subtable_counts
+from ppdp.mechanisms.base import get_mechanism
 
 NAME = "posterior"
 ADVERSARY = ("prior on each row's value at most rho1_i (the population's frequency in the "
@@ -53,8 +54,6 @@ def applies(targets: Targets) -> str | None:
 def mechanism_of(release: object) -> object:
     """The mechanism with the release's public parameters (its partition of a table is found
     from the value counts alone, so it is the one the release was published with)."""
-    from ppdp.mechanisms.base import get_mechanism
-
     cls = get_mechanism(release.mechanism)  # type: ignore[attr-defined]
     names = {p.name for p in cls.parameters}
     return cls.from_params({k: v for k, v in release.parameters.items()  # type: ignore[attr-defined]

@@ -31,9 +31,11 @@ import time
 from typing import Any
 
 import numpy as np
+from scipy.stats import binom
 
 from ppdp.attack.report import AttackResult
 from ppdp.attack.targets import Targets
+from ppdp.mechanisms.alphabeta.domain import TupleDomain
 
 NAME = "presence"
 REPEATED = "repeated"
@@ -71,10 +73,6 @@ def _copies_likelihoods(release: Any, copies: np.ndarray, earlier: np.ndarray | 
         # the table (a tuple of several rows), with certainty.
         return (np.select([copies == 0, copies == 1], [1 - inside, inside], 1.0),
                 np.select([copies == 0, copies == 1], [1 - outside, outside], 0.0))
-    from scipy.stats import binom
-
-    from ppdp.mechanisms.alphabeta.domain import TupleDomain
-
     p = float(release.parameters["retention"])
     n = release.n_rows
     q = (1 - p) / TupleDomain.of(release.schema).size
@@ -91,8 +89,6 @@ def _posterior(d: float, inside: Any, outside: Any) -> Any:
 def run(targets: Targets) -> list[AttackResult]:
     """The measured posterior of presence, the repeated tuples, every individual's
     posterior."""
-    from ppdp.mechanisms.alphabeta.domain import TupleDomain
-
     start = time.perf_counter()
     release: Any = targets.release
     domain = TupleDomain.of(release.schema)

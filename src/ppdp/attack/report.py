@@ -14,10 +14,11 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.csv as pa_csv
 
 from ppdp.io.storage import write_atomic
 from ppdp.release.format import FORMAT_NAME, METADATA_FILE
@@ -91,7 +92,7 @@ class AttackReport:
         its highest risk over the attacks, the attack that gives it, and every attack's risk.
         ``top`` keeps that many rows (None: all). For the custodian only."""
         assessed = [r for r in self.results if r.risk is not None]
-        risks = np.stack([r.risk for r in assessed], axis=1) if assessed \
+        risks = np.stack([cast(np.ndarray, r.risk) for r in assessed], axis=1) if assessed \
             else np.full((self.table.n_rows, 0), np.nan)
         filled = np.where(np.isnan(risks), -np.inf, risks)
         highest = filled.max(axis=1, initial=-np.inf)
@@ -118,8 +119,6 @@ class AttackReport:
         most at risk) and ``attack-risk.png`` (risk against the guarantee) into
         ``directory``, created if needed. A directory that is or lies inside a ppdp release
         is refused: the per-individual risks must never travel with a release."""
-        import pyarrow.csv as pa_csv
-
         root = Path(directory)
         refuse_release_directory(root)
         root.mkdir(parents=True, exist_ok=True)
@@ -141,6 +140,8 @@ class AttackReport:
     def figure(self) -> bytes:
         """PNG: each attack's success beside its baseline and bound (left), and the share of
         individuals at each level of risk with the bounds marked (right)."""
+        # Imported here, not at the top: choosing the Agg backend is process-wide, so it
+        # happens only when a figure is drawn, never on importing ppdp.attack.
         import matplotlib
 
         matplotlib.use("Agg")

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from types import ModuleType
 
-from ppdp.attack import definetti, inference, linkage, posterior, presence, small_counts
+# The attack modules by their full names: ``from ppdp.attack import ...`` would import the
+# package, whose ``__init__`` imports this module.
+import ppdp.attack.definetti as definetti
+import ppdp.attack.inference as inference
+import ppdp.attack.linkage as linkage
+import ppdp.attack.posterior as posterior
+import ppdp.attack.presence as presence
+import ppdp.attack.small_counts as small_counts
 from ppdp.attack.report import AttackReport
 from ppdp.attack.targets import build_targets
 from ppdp.randomness import RandomState
