@@ -21,6 +21,7 @@ REMOVED_IN = "0.3"
 MOVED_MODULES: dict[str, str] = {
     "ppdp.declared_domains": "ppdp.data.domains",
     "ppdp.domain": "ppdp.query.domain_count",
+    "ppdp.evaluate.measured_privacy": "ppdp.risk.measured",
     "ppdp.hierarchy": "ppdp.data.hierarchy",
     "ppdp.keyed": "ppdp.plan.keyed",
     "ppdp.mechanisms.ambiguity_groups": "ppdp.mechanisms.ambiguity.groups",

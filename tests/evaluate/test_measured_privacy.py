@@ -4,14 +4,14 @@ import numpy as np
 import pytest
 
 import ppdp
-from ppdp.evaluate.measured_privacy import (
+from ppdp.mechanisms.sdr.formulas import amplification_gamma
+from ppdp.risk.measured import (
     group_association,
     measured_privacy,
     perturbation_posterior,
     small_count_recovery,
     tuple_posterior,
 )
-from ppdp.mechanisms.sdr.formulas import amplification_gamma
 
 
 @pytest.fixture(scope="module")

@@ -50,7 +50,7 @@ from ppdp.attack.learning import (
 from ppdp.attack.linkage import groups_of
 from ppdp.attack.report import AttackResult
 from ppdp.attack.targets import Targets, expected_accuracy
-from ppdp.evaluate.measured_privacy import group_association
+from ppdp.risk.measured import group_association
 
 NAME = "definetti"
 ADVERSARY = ("knows each target's quasi-identifiers; learns naive Bayes P(quasi-identifiers | "

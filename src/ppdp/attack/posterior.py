@@ -20,7 +20,7 @@ largest measured posterior over the sub-tables; bound rho2; baseline the prior r
 Per individual: the posterior of its own value given the published rows that carry its
 quasi-identifiers (the target is any one of them alike), with each value's frequency in the
 row's sub-table as the prior: the theorem's adversary, who knows the population's
-frequencies (`ppdp.evaluate.measured_privacy.subtable_counts`).
+frequencies (`ppdp.risk.measured.subtable_counts`).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ import numpy as np
 
 from ppdp.attack.report import AttackResult
 from ppdp.attack.targets import Targets, joint_keys
-from ppdp.evaluate.measured_privacy import perturbation_posterior, subtable_counts
 from ppdp.mechanisms.base import get_mechanism
+from ppdp.risk.measured import perturbation_posterior, subtable_counts
 
 NAME = "posterior"
 ADVERSARY = ("prior on each row's value at most rho1_i (the population's frequency in the "

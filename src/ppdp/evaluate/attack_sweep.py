@@ -75,7 +75,7 @@ def attack_sweep(table: Table, sweeps: Sequence[Sweep], *, runs: int,
                  ) -> list[dict[str, Any]]:
     """Publish every setting ``runs`` times, attack each release; one row per (mechanism,
     value, attack result)."""
-    # Imported here, not above: ppdp.attack imports ppdp.evaluate.measured_privacy, and
+    # Imported here, not above: ppdp.attack imports ppdp.risk.measured, and
     # importing that runs ppdp.evaluate's __init__, which reaches this module while
     # ppdp.attack is still half-initialised. This can move up once measured_privacy sits
     # below both packages.

@@ -47,7 +47,6 @@ from ppdp.evaluate.compare_report import (
     Recommendation,
     comparison_figures,
 )
-from ppdp.evaluate.measured_privacy import Measured, small_count_recovery
 from ppdp.evaluate.metrics import relative_errors
 from ppdp.evaluate.publications import publish_and_score
 from ppdp.evaluate.workloads import format_condition, splu_pools
@@ -55,6 +54,7 @@ from ppdp.query.binding import bind
 from ppdp.query.parse import parse_query
 from ppdp.query.syntax import Query
 from ppdp.randomness import RandomState, make_rng
+from ppdp.risk.measured import Measured, small_count_recovery
 from ppdp.table.table import Table, exact_counts
 
 __all__ = ["BANDS", "Comparison", "MechanismResult", "Recommendation", "compare",

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ppdp.evaluate.measured_privacy import measured_privacy
+from ppdp.risk.measured import measured_privacy
 from ppdp.table.table import Table
 
 __all__ = ["Publications", "mean_std", "publish_and_score"]

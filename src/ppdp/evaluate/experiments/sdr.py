@@ -13,12 +13,12 @@ from ppdp.errors import InfeasibleError, PpdpError
 from ppdp.evaluate.experiments.config import Config
 from ppdp.evaluate.experiments.tables import load_table
 from ppdp.evaluate.figures import bars, scatter
-from ppdp.evaluate.measured_privacy import perturbation_posterior
 from ppdp.evaluate.metrics import error_above_selectivity
 from ppdp.evaluate.publications import Publications, mean_std, publish_and_score
 from ppdp.evaluate.result import Claim, ExperimentResult
 from ppdp.evaluate.workloads import SDR_SELECTIVITIES, sdr_pool
 from ppdp.mechanisms import Anatomy, Mechanism, PerturbationPartitioning, UniformPerturbation
+from ppdp.risk.measured import perturbation_posterior
 from ppdp.table.table import Table
 
 __all__ = ["sdr", "sdr_axes"]

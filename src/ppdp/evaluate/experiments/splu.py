@@ -16,12 +16,12 @@ from ppdp.errors import InfeasibleError
 from ppdp.evaluate.demo import run_demo, splu_result
 from ppdp.evaluate.experiments.config import Config
 from ppdp.evaluate.figures import bars
-from ppdp.evaluate.measured_privacy import measured_privacy
 from ppdp.evaluate.metrics import average_relative_error, by_band
 from ppdp.evaluate.publications import Publications, mean_std, publish_and_score
 from ppdp.evaluate.result import Claim, ExperimentResult
 from ppdp.evaluate.workloads import format_condition, splu_pools
 from ppdp.mechanisms import DBR, Anatomy, Mechanism, SPLUGen
+from ppdp.risk.measured import measured_privacy
 from ppdp.table.table import exact_counts, table_from_arrow
 
 __all__ = ["SPLU_BANDS", "splu", "splu_gamma", "splu_two"]
