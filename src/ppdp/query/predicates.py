@@ -110,7 +110,7 @@ class _Combination(Predicate):
     """A conjunction or disjunction of predicates."""
 
     items: tuple[Predicate, ...]
-    combine: ClassVar[Callable[[np.ndarray, np.ndarray], np.ndarray]]
+    combine: ClassVar[np.ufunc]  # np.logical_and or np.logical_or, applied to two masks
 
     @functools.cached_property
     def columns(self) -> frozenset[str]:  # type: ignore[override]
