@@ -91,7 +91,7 @@ def terminate_cleanly() -> Iterator[None]:
 def _remove_stale_partials(parent: Path) -> list[Path]:
     """Remove staging directories in ``parent`` that no live writer holds (left by SIGKILL);
     the caller holds the parent's lock."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(parent.iterdir())
     except OSError:
