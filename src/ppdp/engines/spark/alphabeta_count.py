@@ -81,6 +81,8 @@ class SparkAlphaBetaRelease(AlphaBetaRelease):
     and ``earlier`` read the whole view and V' from the files into memory when asked for
     (saving it again, say), checked as `load_release` checks them; counting never does."""
 
+    _cube: SparkViewCube
+
     def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
                  cube: SparkViewCube, earlier_cube: Cube) -> None:
         Release.__init__(self, schema, parameters, n_rows)

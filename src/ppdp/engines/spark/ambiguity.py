@@ -181,6 +181,7 @@ class SparkAmbiguityRelease(AmbiguityRelease):
                 *kept, F.lit(table).cast("int").alias(_TABLE))
             union = lines if union is None else union.unionByName(
                 lines, allowMissingColumns=True)
+        assert union is not None  # ST is always among the tables
         return union.groupBy(GROUP_COLUMN).agg(F.collect_list(F.struct(
             _TABLE, *columns, FREQUENCY_COLUMN)).alias(_LINES))
 

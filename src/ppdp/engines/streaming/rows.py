@@ -123,7 +123,7 @@ def _spill(plan: RowPlan, source: Source, key: int, parts: int, spill: Path,
     def write(halves: list[tuple[int, pa.RecordBatch, np.ndarray]]) -> None:
         """Append each part's slice of a published batch to the part's spill file."""
         for first, batch, bounds in halves:
-            for index in np.flatnonzero(np.diff(bounds)):
+            for index in map(int, np.flatnonzero(np.diff(bounds))):
                 if index not in writers:
                     # Buffered: at 10^9 rows a batch's slice of a part is about a thousand
                     # rows, and unbuffered every column of every slice is a write.

@@ -168,7 +168,9 @@ class PerturbationRelease(Release):
         plain = [c for c in query.group_by if c not in sensitive]
         grouped_sensitive = [c for c in sensitive if c in query.group_by]
         dims = [*plain, SUBTABLE_COLUMN, *sensitive]
-        value = variance = 0.0
+        # Sums over the classes of rows: 0 until the first class's arrays are added.
+        value: np.ndarray | float = 0.0
+        variance: np.ndarray | float = 0.0
         for observed, values in self._observed_classes(query.predicate, dims):
             part_value, part_variance = self._reconstruct(observed, values, len(plain),
                                                           grouped_sensitive)
