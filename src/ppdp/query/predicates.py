@@ -75,7 +75,7 @@ class ColumnSet(Predicate):
     column: str
     lut: np.ndarray
     # Computed once: every combination and histogram asks for it.
-    columns: frozenset[str] = field(init=False, repr=False)  # type: ignore[misc]
+    columns: frozenset[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "columns", frozenset((self.column,)))
@@ -98,7 +98,7 @@ class RowCondition(Predicate):
     """A condition over several columns, evaluated row by row (vectorised)."""
 
     function: Callable[[Mapping[str, np.ndarray]], np.ndarray]
-    columns: frozenset[str]  # type: ignore[misc]
+    columns: frozenset[str]
     text: str
 
     def evaluate(self, codes: Mapping[str, np.ndarray], n_rows: int) -> np.ndarray:
@@ -141,7 +141,7 @@ class AnyOf(_Combination):
 @dataclass(frozen=True, eq=False)
 class Negation(Predicate):
     item: Predicate
-    columns: frozenset[str] = field(init=False, repr=False)  # type: ignore[misc]
+    columns: frozenset[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "columns", self.item.columns)

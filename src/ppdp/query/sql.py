@@ -266,7 +266,7 @@ def _with_deep_stack(function: Callable[[], Query]) -> Query:
             sys.setrecursionlimit(previous_limit)
     succeeded, value = outcome[0]
     if succeeded:
-        return value  # type: ignore[no-any-return]
+        return value
     if isinstance(value, RecursionError):
         raise QueryError(f"the query is nested too deeply to parse; at most {MAX_DEPTH:,} "
                          f"levels of parentheses and NOT are supported") from None
