@@ -324,6 +324,11 @@ def arrange_domain(name: str, order: Sequence[Any] | None,
 
 
 @overload
+def arrange_domain(name: str, order: Sequence[Any],
+                   declared: Sequence[Any] | None) -> Sequence[Any]: ...
+
+
+@overload
 def arrange_domain(name: str, order: Sequence[Any] | None,
                    declared: Sequence[Any] | None) -> Sequence[Any] | None: ...
 

@@ -346,7 +346,9 @@ class ScanSource(MarginalSource):
                                              minlength=len(cleaned[name]))
                         values = cleaned[name]
                     else:
-                        values, counts = counted[name]  # type: ignore[misc]
+                        small = counted[name]
+                        assert small is not None  # the names without small counts are in arrays
+                        values, counts = small
                         values = self._cleaned(name, values)
                     parts[name].append(pa.table({"value": values, "cells": counts}))
                 continue

@@ -135,7 +135,7 @@ class RowMechanism(Mechanism):
     plan_shape = "rows"
 
     @abstractmethod
-    def row_plan(self, source: Source, key: int) -> RowPlan:
+    def row_plan(self, source: SummarySource, key: int) -> RowPlan:
         """The plan for these rows and this key: passes, kernel and published schema."""
 
     @abstractmethod

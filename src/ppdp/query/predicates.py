@@ -57,6 +57,7 @@ class Predicate:
 class Const(Predicate):
     value: bool
 
+    # A constant reads no column (mypy's [override]: a property for the declared attribute).
     @property
     def columns(self) -> frozenset[str]:  # type: ignore[override]
         return frozenset()
@@ -112,6 +113,7 @@ class _Combination(Predicate):
     items: tuple[Predicate, ...]
     combine: ClassVar[np.ufunc]  # np.logical_and or np.logical_or, applied to two masks
 
+    # Mypy's [override]: a cached property for the declared attribute.
     @functools.cached_property
     def columns(self) -> frozenset[str]:  # type: ignore[override]
         # Computed once, when first asked (binding and simplifying build many combinations

@@ -110,6 +110,8 @@ class SparkAlphaBetaRelease(AlphaBetaRelease):
                                                        self.n_rows, read_whole(cubes))
         return self._read
 
+    # Read from the files when first asked: a property for the in-memory release's attribute
+    # (mypy's [override] below: a read-only property for a settable attribute).
     @property
     def codes(self) -> dict[str, np.ndarray]:  # type: ignore[override]
         return self._in_memory().codes

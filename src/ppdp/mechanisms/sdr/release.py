@@ -12,7 +12,7 @@ allows."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -235,8 +235,11 @@ class PerturbationRelease(Release):
         return estimate.sum(axis=n_plain), variance.sum(axis=n_plain)
 
 
-def perturbation_release(release_class: type[PerturbationRelease], plan: RowPlan,
-                         rows: PublishedRows) -> PerturbationRelease:
+_Perturbed = TypeVar("_Perturbed", bound=PerturbationRelease)
+
+
+def perturbation_release(release_class: type[_Perturbed], plan: RowPlan,
+                         rows: PublishedRows) -> _Perturbed:
     """The in-memory release of a perturbation plan's rows."""
     codes = dict(rows.codes)
     n_rows = rows.n_rows
