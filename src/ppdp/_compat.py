@@ -131,7 +131,7 @@ class _Loader(importlib.abc.Loader):
 
     def exec_module(self, module: types.ModuleType) -> None:
         if "*" in self.homes:
-            module.__path__ = []  # type: ignore[attr-defined]  # its submodules moved too
+            module.__path__ = []  # its submodules moved too
 
 
 class _Finder(importlib.abc.MetaPathFinder):

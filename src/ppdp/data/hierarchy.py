@@ -89,8 +89,8 @@ class Hierarchy:
         if missing:
             raise SchemaError(f"hierarchy for {column.name!r} misses {len(missing)} values of "
                               f"the column: {missing[:5]}")
-        leaf = np.asarray([leaf_of_value[key] for key in keys], dtype=np.int64)
-        return BoundHierarchy.build(self, column, leaf)
+        leaf_of_code = np.asarray([leaf_of_value[key] for key in keys], dtype=np.int64)
+        return BoundHierarchy.build(self, column, leaf_of_code)
 
 
 @dataclass(frozen=True, eq=False)
@@ -199,8 +199,9 @@ def _read_hierarchy(file: Traversable, source: str) -> Hierarchy:
         text = file.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise SchemaError(f"cannot read hierarchy {source}: {exc}") from exc
-    rows = [(number, line.split(";"))
-            for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    rows: list[tuple[int, Sequence[str]]] = [
+        (number, line.split(";"))
+        for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
     if not rows:
         raise SchemaError(f"hierarchy {source} is empty")
     rows = _check_rows(rows, source)

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import pyarrow as pa
@@ -179,8 +179,8 @@ class Column:
                                               ordered=self.ordered)
 
     def to_json(self) -> dict[str, Any]:
-        data = {"name": self.name, "role": self.role.value, "kind": self.kind,
-                "domain": list(self.domain)}
+        data: dict[str, Any] = {"name": self.name, "role": self.role.value,
+                                "kind": self.kind, "domain": list(self.domain)}
         if self.ordered:
             # Only when set: releases written before ordered columns existed stay identical.
             data["ordered"] = True
@@ -316,6 +316,21 @@ def dictionary_order(name: str, array: pa.ChunkedArray | pa.Array) -> pa.Array |
         raise SchemaError(f"column {name!r} is an ordered categorical whose chunks have "
                           f"different categories; give every chunk the same categories")
     return first
+
+
+@overload
+def arrange_domain(name: str, order: Sequence[Any] | None,
+                   declared: Sequence[Any]) -> Sequence[Any]: ...
+
+
+@overload
+def arrange_domain(name: str, order: Sequence[Any],
+                   declared: Sequence[Any] | None) -> Sequence[Any]: ...
+
+
+@overload
+def arrange_domain(name: str, order: Sequence[Any] | None,
+                   declared: Sequence[Any] | None) -> Sequence[Any] | None: ...
 
 
 def arrange_domain(name: str, order: Sequence[Any] | None,

@@ -21,7 +21,7 @@ conditions that compare columns with each other are refused.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -143,8 +143,8 @@ def _empty(box: Box) -> bool:
     return any(not lut.any() for lut in box.values())
 
 
-def _check(terms: object) -> list[tuple[int, Box]]:
-    result = list(terms)  # type: ignore[call-overload]
+def _check(terms: Iterable[tuple[int, Box]]) -> list[tuple[int, Box]]:
+    result = list(terms)
     if len(result) > MAX_TERMS:
         raise QueryError(f"the condition expands into more than {MAX_TERMS} conjunctions; "
                          f"split it into several queries")

@@ -81,7 +81,8 @@ def read_table(
         raise ValueError(f"skip_rows must be zero or more, not {skip_rows!r}")
     check_encoding(encoding)
     na = sorted({str(v) for v in (na_values or ())})
-    domains = resolve_domains(domains)
+    # As Sequences: an ordered categorical's categories may replace a declared domain below.
+    declared: dict[str, Sequence[Any]] = dict(resolve_domains(domains))
     keep = _keep(columns)
 
     if isinstance(source, str | os.PathLike):
@@ -93,7 +94,7 @@ def read_table(
         if path.suffix.lower() in _PARQUET_SUFFIXES:
             scanned = _read_parquet_in_batches(
                 path, sensitive=sensitive, quasi_identifiers=quasi_identifiers, columns=keep,
-                na_values=na, missing=missing, domains=domains,
+                na_values=na, missing=missing, domains=declared,
                 observed_domains=observed_domains, non_numeric=non_numeric)
             if scanned is not None:
                 return scanned
@@ -118,14 +119,14 @@ def read_table(
     for name in data.column_names:
         order = _categories(name, data.column(name), na)
         if order is not None:
-            domains[name] = arrange_domain(name, order, domains.get(name))  # type: ignore[assignment]
+            declared[name] = arrange_domain(name, order, declared.get(name))
     # Plain text columns (CSV's every column, DataFrames' str/object columns) are typed by their
     # values; categoricals are labels the user chose, and a declared text domain says the
     # column is text.
     data = pa.table(
         [_clean_column(name, data.column(name), na,
                        infer=not typed and _is_text(data.column(name).type)
-                       and not _is_text_domain(domains.get(name)),
+                       and not _is_text_domain(declared.get(name)),
                        non_numeric=non_numeric, source=_describe(source))
          for name in data.column_names],
         names=data.column_names,
@@ -134,7 +135,7 @@ def read_table(
     if data.num_rows == 0:
         what = "all rows held missing values" if dropped else "it has no rows"
         raise SchemaError(f"cannot build a table from {_describe(source)}: {what}")
-    table = table_from_arrow(data, domains=domains)
+    table = table_from_arrow(data, domains=declared)
     schema = table.schema.with_roles(sensitive=sensitive, quasi_identifiers=quasi_identifiers)
     name = Path(source).stem if isinstance(source, str | os.PathLike) else None
     table = Table(schema, table.codes, dropped_rows=dropped, name=name)

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ppdp.data.domains import resolve_domains
-from ppdp.data.schema import Column, Schema, encode_column
+from ppdp.data.schema import Column, Role, Schema, encode_column
 from ppdp.errors import MissingValuesError, SchemaError
 from ppdp.io.csv_layout import check_encoding, csv_layout, decoding_error
 from ppdp.io.rules import (
@@ -300,7 +300,7 @@ class ScanSource(MarginalSource):
             missing_cells = pc.sum(pc.filter(cells, pc.invert(present))).as_py() or 0
             self._check_missing(name, missing_cells)
             values, cells = pc.filter(values, present), pc.filter(cells, present)
-            column, _ = encode_column(name, pc.unique(values), "quasi-identifier",
+            column, _ = encode_column(name, pc.unique(values), Role.QUASI_IDENTIFIER,
                                           domains.get(name))
             columns.append(column)
             self._columns[name] = column
@@ -346,7 +346,9 @@ class ScanSource(MarginalSource):
                                              minlength=len(cleaned[name]))
                         values = cleaned[name]
                     else:
-                        values, counts = counted[name]  # type: ignore[misc]
+                        small = counted[name]
+                        assert small is not None  # the names without small counts are in arrays
+                        values, counts = small
                         values = self._cleaned(name, values)
                     parts[name].append(pa.table({"value": values, "cells": counts}))
                 continue

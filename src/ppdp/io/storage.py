@@ -34,7 +34,9 @@ from pathlib import Path
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not on POSIX: no locks, renames stay atomic
-    fcntl = None  # type: ignore[assignment]
+    _HAS_LOCKS = False
+else:
+    _HAS_LOCKS = True
 
 __all__ = ["commit_directory", "locked", "staged_directory", "write_atomic"]
 
@@ -51,7 +53,7 @@ def locked(path: Path, *, blocking: bool = True) -> Iterator[bool]:
     Where the file system has no locks, a blocking caller goes on unlocked (the renames stay
     atomic) and a non-blocking one is told the lock is taken, so nothing is cleaned away.
     """
-    if fcntl is None:
+    if not _HAS_LOCKS:
         yield blocking
         return
     descriptor = os.open(path, os.O_RDONLY)
@@ -91,7 +93,7 @@ def terminate_cleanly() -> Iterator[None]:
 def _remove_stale_partials(parent: Path) -> list[Path]:
     """Remove staging directories in ``parent`` that no live writer holds (left by SIGKILL);
     the caller holds the parent's lock."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(parent.iterdir())
     except OSError:

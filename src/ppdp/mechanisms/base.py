@@ -20,7 +20,7 @@ from ppdp.plan.resources import Footprint, check_memory, memory_need
 from ppdp.plan.rows import PublishedRows, RowPlan
 from ppdp.randomness import RandomState
 from ppdp.release.base import Release
-from ppdp.table.source import Source
+from ppdp.table.source import Source, SummarySource
 from ppdp.table.table import Table
 
 Progress = Callable[[str, int, int], None]
@@ -135,7 +135,7 @@ class RowMechanism(Mechanism):
     plan_shape = "rows"
 
     @abstractmethod
-    def row_plan(self, source: Source, key: int) -> RowPlan:
+    def row_plan(self, source: SummarySource, key: int) -> RowPlan:
         """The plan for these rows and this key: passes, kernel and published schema."""
 
     @abstractmethod
@@ -151,7 +151,7 @@ class GroupMechanism(Mechanism):
     plan_shape = "blocks"
 
     @abstractmethod
-    def sensitive_columns(self, data: Table | Source) -> tuple[str, ...]:
+    def sensitive_columns(self, data: Table | SummarySource) -> tuple[str, ...]:
         """The sensitive columns, once the schema is checked to suit the mechanism."""
 
     @abstractmethod
@@ -182,7 +182,7 @@ def all_mechanisms() -> dict[str, type[Mechanism]]:
     return {name: get_mechanism(name) for name in sorted(MECHANISM_MODULES)}
 
 
-def require_sensitive(table: Table | Source, mechanism: str, *, exactly_one: bool = False,
+def require_sensitive(table: Table | SummarySource, mechanism: str, *, exactly_one: bool = False,
                       publishing: bool = True) -> tuple[str, ...]:
     """The sensitive columns, checked; when ``publishing``, their domains must be declared."""
     sensitive = table.schema.sensitive
@@ -200,7 +200,7 @@ def require_sensitive(table: Table | Source, mechanism: str, *, exactly_one: boo
     return sensitive
 
 
-def require_declared_domains(table: Table | Source, columns: tuple[str, ...] | list[str],
+def require_declared_domains(table: Table | SummarySource, columns: tuple[str, ...] | list[str],
                              mechanism: str, why: str) -> None:
     """Refuse columns whose domains were taken from the data instead of being declared.
 

@@ -7,23 +7,23 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
 
-def is_int(value: object) -> bool:
+def is_int(value: object) -> TypeGuard[numbers.Integral]:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
 
 
-def is_real(value: object) -> bool:
+def is_real(value: object) -> TypeGuard[numbers.Real]:
     return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
 
 
 def check_int(name: str, value: object, minimum: int) -> int:
-    if not is_int(value) or int(value) < minimum:  # type: ignore[call-overload]
+    if not is_int(value) or int(value) < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)  # type: ignore[call-overload]
+    return int(value)
 
 
 REQUIRED = object()

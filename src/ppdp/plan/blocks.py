@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 from ppdp.plan.keyed import KeyedStream
 from ppdp.plan.quotas import QuotaAssignment
 from ppdp.plan.rows import Pass
-from ppdp.table.source import Source
+from ppdp.table.source import SummarySource
 
 if TYPE_CHECKING:
     pass
@@ -88,7 +88,7 @@ def batch_length(codes: Mapping[str, np.ndarray]) -> int:
     return len(next(iter(codes.values())))
 
 
-def block_labels(source: Source, sensitive: Sequence[str], key: int, n_blocks: int,
+def block_labels(source: SummarySource, sensitive: Sequence[str], key: int, n_blocks: int,
                  run: Callable[[Sequence[Pass]], None]) -> Labels:
     """The function giving each row of a batch its block: after ``run`` has run the quota
     assignment's passes, or block 0 for every row when there is one block (no pass needed)."""

@@ -37,6 +37,7 @@ def make_key(random_state: RandomState = None) -> int:
     (for callers that hold one) 128 bits drawn from a numpy Generator."""
     if random_state is None:
         return secrets.randbits(KEY_BITS)
+    words: np.ndarray  # two 64-bit words of the key
     if isinstance(random_state, np.random.Generator):
         words = random_state.integers(0, 2 ** 64, size=2, dtype=np.uint64)
     elif isinstance(random_state, np.random.SeedSequence):

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ppdp.plan.keyed import KeyedStream
-from ppdp.plan.rows import Taken
+from ppdp.plan.rows import Pass, Taken
 from ppdp.plan.sorted_search import GroupedSortedSearch
 
 
@@ -129,7 +129,7 @@ class QuotaAssignment:
         return self._stage == 0 or self._thresholds is None
 
     @property
-    def passes(self) -> list[QuotaAssignment]:
+    def passes(self) -> list[Pass]:
         """The passes this assignment may need (itself, twice: the second runs only when
         `needed`); none for a single label, which every row gets (its quotas are the rows of
         each value)."""

@@ -30,6 +30,8 @@ class SortedSearch:
         self.edges = np.asarray(edges)
         self.side: Literal["left", "right"] = side
         bins = np.arange(1 << _BIN_BITS, dtype=np.uint64)
+        first: np.ndarray  # each bin's first and last value, in the edges' type
+        last: np.ndarray
         if self.edges.dtype == np.uint64:
             width = 64 - _BIN_BITS
             first = bins << np.uint64(width)

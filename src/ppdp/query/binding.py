@@ -224,6 +224,8 @@ def _normalise_expr(expr: Expr, schema: Schema) -> Expr:
     longest = max((len(n) for n in schema.names), default=0)
     hyphenated: dict[int, str] = {}
     has_subtraction = any(isinstance(n, Arith) and n.op == "-" for n in _walk(expr))
+    # The root is an Arith here, but the nodes folded below are any expression.
+    root: Expr = expr
 
     # First pass: which subtractions spell a column name (outermost first wins below). Parts
     # are dropped once longer than any name, so long chains cost linear time.
@@ -242,7 +244,7 @@ def _normalise_expr(expr: Expr, schema: Schema) -> Expr:
         return left + right
 
     if has_subtraction:
-        _fold(expr, _expr_children, parts)
+        _fold(root, _expr_children, parts)
 
     def children(node: Expr) -> tuple[Expr, ...]:
         return () if id(node) in hyphenated else _expr_children(node)
@@ -261,7 +263,7 @@ def _normalise_expr(expr: Expr, schema: Schema) -> Expr:
         raise QueryError(f"unsupported expression of type {type(node).__name__}; use Col, Lit "
                          f"or Arith")
 
-    return _fold(expr, children, combine)
+    return _fold(root, children, combine)
 
 
 def _expr_columns(expr: Expr) -> set[str]:
@@ -441,14 +443,14 @@ def _numeric(expr: Expr, values: Mapping[str, np.ndarray]) -> Any:
         if isinstance(node, Lit):
             if isinstance(node.value, str):
                 raise QueryError(f"text literal {_show(node.value)} used in arithmetic")
-            if not _is_number(node.value):
-                raise QueryError(f"{_plain_value(node.value)} is used in arithmetic or compared "
-                                 f"with an expression; arithmetic needs numbers")
-            try:
-                return np.float64(node.value)
-            except OverflowError:
-                raise QueryError(f"the number {_plain_value(node.value)} is too large; "
-                                 f"numbers must be below 1.8e308 in size") from None
+            if _is_number(node.value):
+                try:
+                    return np.float64(node.value)
+                except OverflowError:
+                    raise QueryError(f"the number {_plain_value(node.value)} is too large; "
+                                     f"numbers must be below 1.8e308 in size") from None
+            raise QueryError(f"{_plain_value(node.value)} is used in arithmetic or compared "
+                             f"with an expression; arithmetic needs numbers")
         left, right = operands
         if node.op == "/" and np.any(right == 0):
             names = sorted(_expr_columns(node.right))

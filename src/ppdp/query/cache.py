@@ -66,7 +66,7 @@ def _arrays_digest(key: str, arrays: Mapping[str, np.ndarray]) -> str:
     return digest.hexdigest()
 
 
-def write_cache_file(name: str, write: Callable[[BinaryIO], None]) -> None:
+def write_cache_file(name: str, write: Callable[[BinaryIO], object]) -> None:
     """Write a file of the cache (aside, then renamed: readers never see half of one), then
     trim the cache; a cache that cannot be written is no cache, so failures pass silently."""
     directory = cache_directory()

@@ -57,6 +57,7 @@ class Predicate:
 class Const(Predicate):
     value: bool
 
+    # A constant reads no column (mypy's [override]: a property for the declared attribute).
     @property
     def columns(self) -> frozenset[str]:  # type: ignore[override]
         return frozenset()
@@ -75,7 +76,7 @@ class ColumnSet(Predicate):
     column: str
     lut: np.ndarray
     # Computed once: every combination and histogram asks for it.
-    columns: frozenset[str] = field(init=False, repr=False)  # type: ignore[misc]
+    columns: frozenset[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "columns", frozenset((self.column,)))
@@ -98,7 +99,7 @@ class RowCondition(Predicate):
     """A condition over several columns, evaluated row by row (vectorised)."""
 
     function: Callable[[Mapping[str, np.ndarray]], np.ndarray]
-    columns: frozenset[str]  # type: ignore[misc]
+    columns: frozenset[str]
     text: str
 
     def evaluate(self, codes: Mapping[str, np.ndarray], n_rows: int) -> np.ndarray:
@@ -110,8 +111,9 @@ class _Combination(Predicate):
     """A conjunction or disjunction of predicates."""
 
     items: tuple[Predicate, ...]
-    combine: ClassVar[Callable[[np.ndarray, np.ndarray], np.ndarray]]
+    combine: ClassVar[np.ufunc]  # np.logical_and or np.logical_or, applied to two masks
 
+    # Mypy's [override]: a cached property for the declared attribute.
     @functools.cached_property
     def columns(self) -> frozenset[str]:  # type: ignore[override]
         # Computed once, when first asked (binding and simplifying build many combinations
@@ -141,7 +143,7 @@ class AnyOf(_Combination):
 @dataclass(frozen=True, eq=False)
 class Negation(Predicate):
     item: Predicate
-    columns: frozenset[str] = field(init=False, repr=False)  # type: ignore[misc]
+    columns: frozenset[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "columns", self.item.columns)

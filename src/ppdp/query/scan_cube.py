@@ -264,7 +264,9 @@ class ScanCube(Cube):
             arrays.update({f"codes{i}_{j}": codes[name] for j, name in enumerate(names)})
             arrays[f"counts{i}"] = counts
         arrays["digest"] = np.asarray(_arrays_digest(key, arrays))
-        write_cache_file(f"{key}.npz", lambda handle: np.savez(handle, **arrays))
+        # allow_pickle is given (its default) so that the arrays fill only savez's **kwds.
+        write_cache_file(f"{key}.npz",
+                         lambda handle: np.savez(handle, allow_pickle=True, **arrays))
 
     def _aggregate(self, groups: Sequence[Sequence[str]]
                    ) -> list[tuple[dict[str, np.ndarray], np.ndarray]]:
@@ -347,8 +349,8 @@ class ScanCube(Cube):
         groups = [tuple(sorted(union)) for union in unions]
         if not groups:
             return
-        for columns, (codes, counts) in zip(groups, self._aggregate(groups), strict=True):
-            self._summaries.append((frozenset(columns), codes, counts))
+        for group, (codes, counts) in zip(groups, self._aggregate(groups), strict=True):
+            self._summaries.append((frozenset(group), codes, counts))
 
     def _cells(self, columns: Iterable[str]) -> int:
         return math.prod(self.sizes[c] for c in columns)

@@ -179,11 +179,10 @@ def _plain_conjunction(source: str) -> Condition | None:
             value = Lit(match["text"].replace("''", "'"))
         else:
             try:
-                value = _number(match["number"], source)
+                number = _number_value(match["number"], source)
             except QueryError:
                 return None  # the parser says what is wrong, in its words
-            if match["minus"]:
-                value = Lit(-value.value)  # type: ignore[operator]
+            value = Lit(-number if match["minus"] else number)
         op = "!=" if match["op"] == "<>" else match["op"]
         terms.append(Compare(op, Col(name), value))
         position = match.end()
@@ -266,7 +265,7 @@ def _with_deep_stack(function: Callable[[], Query]) -> Query:
             sys.setrecursionlimit(previous_limit)
     succeeded, value = outcome[0]
     if succeeded:
-        return value  # type: ignore[no-any-return]
+        return value
     if isinstance(value, RecursionError):
         raise QueryError(f"the query is nested too deeply to parse; at most {MAX_DEPTH:,} "
                          f"levels of parentheses and NOT are supported") from None
@@ -344,9 +343,10 @@ def _unwrap(node: exp.Expression | None) -> exp.Expression | None:
     return node
 
 
-def _chain(node: exp.Expression, kind: type[exp.Expression]) -> tuple[exp.Expression, ...]:
+def _chain(node: exp.Expression, kind: type[exp.Expression]
+           ) -> tuple[exp.Expression | None, ...]:
     """The operands of a chain ``a OR b OR c`` (any grouping) in order, without recursion."""
-    items: list[exp.Expression] = []
+    items: list[exp.Expression | None] = []
     stack = [node]
     while stack:
         current = _unwrap(stack.pop())
@@ -354,7 +354,7 @@ def _chain(node: exp.Expression, kind: type[exp.Expression]) -> tuple[exp.Expres
             stack.append(current.expression)
             stack.append(current.this)
         else:
-            items.append(current)  # type: ignore[arg-type]
+            items.append(current)
     return tuple(items)
 
 
@@ -389,9 +389,10 @@ def _leaf_condition(node: exp.Expression | None, text: str) -> Condition:
         if any(v for k, v in node.args.items() if k not in ("this", "expressions")):
             raise QueryError(f"IN supports a list of literals only: {_show(text)}")
         values = tuple(_expr(v, text) for v in node.expressions)
-        if not all(isinstance(v, Lit) for v in values):
+        literals = tuple(v for v in values if isinstance(v, Lit))
+        if len(literals) != len(values):
             raise QueryError(f"IN supports a list of literals only: {_show(text)}")
-        return In(_expr(node.this, text), values)  # type: ignore[arg-type]
+        return In(_expr(node.this, text), literals)
     if isinstance(node, exp.Between):
         if node.args.get("symmetric"):
             raise QueryError(f"BETWEEN SYMMETRIC is not supported: {_show(text)}")
@@ -466,6 +467,10 @@ def _date(node: exp.Expression | None, text: str) -> Lit:
 
 
 def _number(digits: str, text: str) -> Lit:
+    return Lit(_number_value(digits, text))
+
+
+def _number_value(digits: str, text: str) -> int | float:
     try:
         number = float(digits)
     except ValueError:
@@ -476,5 +481,5 @@ def _number(digits: str, text: str) -> Lit:
     # Integers stay exact ints (Lit(3), not Lit(3.0)) where a float holds them exactly.
     if (number.is_integer() and abs(number) <= 2 ** 53 and "." not in digits
             and "e" not in digits.lower()):
-        return Lit(int(number))
-    return Lit(number)
+        return int(number)
+    return number

@@ -21,7 +21,7 @@ import datetime
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 MAX_QUERY_CHARS = 1_000_000
 
@@ -124,7 +124,7 @@ def _fold(root: _Node, children: Callable[[_Node], Sequence[_Node]],
     """Combine a tree bottom-up, children before parents, without recursion."""
     # An explicit stack, because conditions and expressions may nest far deeper than Python's
     # recursion limit (a chain of 10,000 additions is a tree 10,000 levels deep).
-    kids = children(root)
+    kids: Sequence[_Node] | None = children(root)
     if not kids:
         return combine(root, [])
     results: list[_Result] = []
@@ -182,7 +182,7 @@ def _plain_value(value: Any) -> str:
     return _shorten(str(value))
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     """Whether a literal is a number (booleans are ints to Python, not here)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
 

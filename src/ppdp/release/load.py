@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +86,8 @@ def load_release(directory: str | os.PathLike[str], engine: str = "auto") -> Rel
         raise ReleaseError(f"{root} was written in release format {version}, without the "
                            f"digests this ppdp verifies; publish the release again")
     files, digests = metadata.get("files"), metadata.get("digests")
-    if not _valid_file_list(files, digests):
+    if not (isinstance(files, dict) and isinstance(digests, dict)
+            and _valid_file_list(files, digests)):
         raise ReleaseError(f"{meta_path} lacks a valid file list and digests; it is not a "
                            f"complete ppdp release")
     if metadata.get("metadata_digest") != metadata_digest(metadata):
@@ -145,11 +146,10 @@ def load_release(directory: str | os.PathLike[str], engine: str = "auto") -> Rel
     return release
 
 
-def _valid_file_list(files: Any, digests: Any) -> bool:
-    """Whether ``files`` maps each stem to a file name or a non-empty list of them, no name
-    twice, and ``digests`` maps exactly those names to text."""
-    if not (isinstance(files, dict) and isinstance(digests, dict)
-            and all(isinstance(v, str) for v in digests.values())
+def _valid_file_list(files: Mapping[str, Any], digests: Mapping[str, object]) -> bool:
+    """Whether ``files`` (read from JSON) maps each stem to a file name or a non-empty list of
+    them, no name twice, and ``digests`` maps exactly those names to text."""
+    if not (all(isinstance(v, str) for v in digests.values())
             and all(isinstance(entry, str) or (isinstance(entry, list) and entry and all(
                 isinstance(name, str) for name in entry)) for entry in files.values())):
         return False

@@ -1,7 +1,8 @@
 """The rows a mechanism publishes: a dictionary-encoded `Table` held in memory (which answers
 count queries exactly), or a `Source` handing out its rows in batches.
 
-Modules: `table` (the Table), `source` (the Source protocol, a Table as a source).
+Modules: `table` (the Table), `source` (the Source protocol, the SummarySource protocol of a
+source whose rows stay where they are, a Table as a source).
 """
 
 from __future__ import annotations
@@ -10,11 +11,18 @@ import warnings
 from typing import Any
 
 from ppdp.data import schema
-from ppdp.table.source import DEFAULT_BATCH_ROWS, Batch, MarginalSource, Source, TableSource
+from ppdp.table.source import (
+    DEFAULT_BATCH_ROWS,
+    Batch,
+    MarginalSource,
+    Source,
+    SummarySource,
+    TableSource,
+)
 from ppdp.table.table import Table, exact_count, exact_counts, table_from_arrow
 
-__all__ = ["DEFAULT_BATCH_ROWS", "Batch", "MarginalSource", "Source", "Table", "TableSource",
-           "exact_count", "exact_counts", "table_from_arrow"]
+__all__ = ["DEFAULT_BATCH_ROWS", "Batch", "MarginalSource", "Source", "SummarySource", "Table",
+           "TableSource", "exact_count", "exact_counts", "table_from_arrow"]
 
 _MOVED = frozenset({"KIND_NAMES", "Column", "Ordered", "Role", "Schema", "arrange_domain",
                     "code_dtype", "dictionary_order", "encode_column",

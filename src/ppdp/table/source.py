@@ -9,8 +9,9 @@ keyed draws of `ppdp.keyed` give the same release from either source.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from enum import Enum, auto
 from typing import Protocol, TypeVar
 
 import numpy as np
@@ -18,13 +19,21 @@ import numpy as np
 from ppdp.data.schema import Schema
 from ppdp.table.table import Table
 
-Batch = tuple[int, dict[str, np.ndarray]]
+Batch = tuple[int, Mapping[str, np.ndarray]]
 """A batch of rows: the id of its first row, and its code arrays by column."""
 
 DEFAULT_BATCH_ROWS = 1 << 20
 
 T = TypeVar("T")
-_END = object()
+
+
+class _End(Enum):
+    """The end of an iterator (a one-member enum, so that ``is _END`` narrows the item)."""
+
+    END = auto()
+
+
+_END = _End.END
 
 
 def read_ahead(items: Iterable[T]) -> Iterator[T]:
@@ -44,15 +53,21 @@ def read_ahead(items: Iterable[T]) -> Iterator[T]:
             yield item
 
 
-class Source(Protocol):
-    """Rows to publish: a schema, a row count, contingency tables and batches of codes."""
+class SummarySource(Protocol):
+    """Rows as summary passes see them: a schema, a row count and contingency tables (a Spark
+    DataFrame is no more: its rows stay in Spark)."""
 
     schema: Schema
     n_rows: int
-    name: str | None
 
     def histogram(self, columns: Sequence[str]) -> np.ndarray:
         """Counts over the product of the columns' domains (a 0-d array for no columns)."""
+
+
+class Source(SummarySource, Protocol):
+    """Rows to publish: a schema, a row count, contingency tables and batches of codes."""
+
+    name: str | None
 
     def batches(self, batch_rows: int = DEFAULT_BATCH_ROWS,
                 columns: Sequence[str] | None = None) -> Iterator[Batch]:

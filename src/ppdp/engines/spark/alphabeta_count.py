@@ -81,6 +81,8 @@ class SparkAlphaBetaRelease(AlphaBetaRelease):
     and ``earlier`` read the whole view and V' from the files into memory when asked for
     (saving it again, say), checked as `load_release` checks them; counting never does."""
 
+    _cube: SparkViewCube
+
     def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
                  cube: SparkViewCube, earlier_cube: Cube) -> None:
         Release.__init__(self, schema, parameters, n_rows)
@@ -108,6 +110,8 @@ class SparkAlphaBetaRelease(AlphaBetaRelease):
                                                        self.n_rows, read_whole(cubes))
         return self._read
 
+    # Read from the files when first asked: a property for the in-memory release's attribute
+    # (mypy's [override] below: a read-only property for a settable attribute).
     @property
     def codes(self) -> dict[str, np.ndarray]:  # type: ignore[override]
         return self._in_memory().codes

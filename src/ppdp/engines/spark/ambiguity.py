@@ -181,6 +181,7 @@ class SparkAmbiguityRelease(AmbiguityRelease):
                 *kept, F.lit(table).cast("int").alias(_TABLE))
             union = lines if union is None else union.unionByName(
                 lines, allowMissingColumns=True)
+        assert union is not None  # ST is always among the tables
         return union.groupBy(GROUP_COLUMN).agg(F.collect_list(F.struct(
             _TABLE, *columns, FREQUENCY_COLUMN)).alias(_LINES))
 
@@ -230,6 +231,8 @@ class SparkAmbiguityRelease(AmbiguityRelease):
                                                        self.n_rows, read_whole(self._cubes))
         return self._read
 
+    # Read from the files when first asked: a property for the in-memory release's attribute
+    # (mypy's [override] below: a read-only property for a settable attribute).
     @property
     def auxiliary(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:  # type: ignore[override]
         return self._in_memory().auxiliary

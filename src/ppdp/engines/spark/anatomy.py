@@ -227,6 +227,8 @@ class SparkAnatomyRelease(AnatomyRelease):
         self._spark_cube = cube
         self._read: AnatomyRelease | None = None
 
+    # The in-memory release's attributes, as properties (mypy's [override] below: a read-only
+    # property for a settable attribute); the tables are read from the files when first asked.
     @property
     def _cube(self) -> SparkAnatomyCube:  # type: ignore[override]
         return self._spark_cube

@@ -143,6 +143,8 @@ class SparkCountedMondrianRelease(MondrianRelease):
                 {**self._covers, **read_whole({ROWS: self._spark_cube})})
         return self._read
 
+    # Read from the files when first asked: a property for the in-memory release's attribute
+    # (mypy's [override] below: a read-only property for a settable attribute).
     @property
     def rows(self) -> dict[str, np.ndarray]:  # type: ignore[override]
         return self._in_memory().rows

@@ -55,7 +55,7 @@ from ppdp.release.target import check_target, require_replaceable_release
 from ppdp.release.write import write_metadata, write_parquet, write_parts, write_row_counts
 
 if TYPE_CHECKING:
-    from ppdp.mechanisms.base import Mechanism
+    from ppdp.mechanisms.base import RowMechanism
 
 
 _RANK = "__rank"
@@ -168,11 +168,11 @@ class SparkRelease(SavedTables):
         return target
 
 
-def publish_rows(mechanism: Mechanism, source: SparkSource, key: int) -> SparkRelease:
+def publish_rows(mechanism: RowMechanism, source: SparkSource, key: int) -> SparkRelease:
     """Publish a Spark source with a row-local mechanism (uniform, sdr, dbr, frapp): its
     summary passes run now, in Spark tasks; its rows are published lazily (``rows``, ``save``).
     """
-    plan: RowPlan = mechanism.row_plan(source, key)  # type: ignore[attr-defined]
+    plan = mechanism.row_plan(source, key)
     _run_passes(plan.passes, source)
     return SparkRelease(plan, source, *_published(plan, source, KeyedStream(key, "rank")))
 

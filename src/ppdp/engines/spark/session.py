@@ -12,7 +12,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import quote
 
 import numpy as np
@@ -226,15 +226,16 @@ call), which 10^7 rows in batches of 10,000 paid a thousand times."""
 
 _ARROW_BATCH = "spark.sql.execution.arrow.maxRecordsPerBatch"
 
-Method = TypeVar("Method", bound=Callable[..., Any])
+_Arguments = ParamSpec("_Arguments")
+_Result = TypeVar("_Result")
 
 
-def in_arrow_batches(method: Method) -> Method:
+def in_arrow_batches(method: Callable[_Arguments, _Result]) -> Callable[_Arguments, _Result]:
     """Run a method with Spark's Arrow batches of `ARROW_BATCH_ROWS` rows on the active
     session, the session's own setting restored after."""
 
     @functools.wraps(method)
-    def run(*args: Any, **kwargs: Any) -> Any:
+    def run(*args: _Arguments.args, **kwargs: _Arguments.kwargs) -> _Result:
         from pyspark.sql import SparkSession
 
         session = SparkSession.getActiveSession()
@@ -250,4 +251,4 @@ def in_arrow_batches(method: Method) -> Method:
             else:
                 session.conf.set(_ARROW_BATCH, before)
 
-    return run  # type: ignore[return-value]
+    return run

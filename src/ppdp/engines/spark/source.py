@@ -74,7 +74,8 @@ class SparkSource(MarginalSource):
         if not isinstance(frame.schema[row_id].dataType,
                           T.ByteType | T.ShortType | T.IntegerType | T.LongType):
             raise SchemaError(f"the row-id column {row_id!r} must hold integers")
-        self.frame, self.row_id, self.name = frame, row_id, None
+        self.frame, self.row_id = frame, row_id
+        self.name: str | None = None
         names = [name for name in frame.columns if name != row_id]
         check_columns(sorted(set(domains or {}) - set(names)), names)
         files = parquet_files(frame) if row_id == ROW_ID else None

@@ -202,8 +202,8 @@ def _spill(setup: MondrianSetup, source: Source, batch_rows: int, top: CutTree, 
     leaf_of = np.full(len(top.dim), -1, dtype=np.intp)
     leaf_of[top.leaves] = np.arange(len(top.leaves))
     class_keys = np.zeros((len(top.dim), len(quasi)), dtype=np.int64)
-    for node, keys in top.classes.items():
-        class_keys[node] = keys
+    for class_node, keys in top.classes.items():
+        class_keys[class_node] = keys
     stream = KeyedStream(key, STREAM)
     widest = max(setup.n_ranks)
     done = 0

@@ -43,7 +43,7 @@ from ppdp.release.write import write_metadata, write_parquet, write_parts, write
 from ppdp.table.source import DEFAULT_BATCH_ROWS, Source
 
 if TYPE_CHECKING:
-    from ppdp.mechanisms.base import Mechanism, Progress
+    from ppdp.mechanisms.base import Progress, RowMechanism
 
 _RANK = "__rank"
 
@@ -51,7 +51,7 @@ _SPILL_BUFFER = 1 << 18
 """Bytes buffered for each part's spill file (64 MB for the 239 parts of 10^9 rows)."""
 
 
-def publish_rows_streaming(mechanism: Mechanism, source: Source,
+def publish_rows_streaming(mechanism: RowMechanism, source: Source,
                            directory: str | os.PathLike[str], *,
                            random_state: RandomState = None, batch_rows: int | None = None,
                            overwrite: bool = False, progress: Progress | None = None,
@@ -61,7 +61,7 @@ def publish_rows_streaming(mechanism: Mechanism, source: Source,
     check_target(target, overwrite)
     batch_rows = batch_rows or DEFAULT_BATCH_ROWS
     key = make_key(random_state)
-    plan: RowPlan = mechanism.row_plan(source, key)  # type: ignore[attr-defined]
+    plan = mechanism.row_plan(source, key)
     report = progress or _silent
     n_rows = source.n_rows
     for index, step in enumerate(plan.passes, start=1):
@@ -123,7 +123,7 @@ def _spill(plan: RowPlan, source: Source, key: int, parts: int, spill: Path,
     def write(halves: list[tuple[int, pa.RecordBatch, np.ndarray]]) -> None:
         """Append each part's slice of a published batch to the part's spill file."""
         for first, batch, bounds in halves:
-            for index in np.flatnonzero(np.diff(bounds)):
+            for index in map(int, np.flatnonzero(np.diff(bounds))):
                 if index not in writers:
                     # Buffered: at 10^9 rows a batch's slice of a part is about a thousand
                     # rows, and unbuffered every column of every slice is a write.

@@ -20,7 +20,7 @@ import numpy as np
 from ppdp.mechanisms.alphabeta.domain import TupleDomain, _contains, _sorted_unique
 from ppdp.plan.keyed import KeyedStream
 from ppdp.plan.order import in_release_order, part_count, part_of
-from ppdp.table.source import Batch, Source
+from ppdp.table.source import Batch, SummarySource
 
 
 def repeated_keys(keys: np.ndarray, counts: np.ndarray, size: int = 1 << 20
@@ -37,7 +37,7 @@ def repeated_keys(keys: np.ndarray, counts: np.ndarray, size: int = 1 << 20
         yield np.repeat(keys[covered], np.minimum(ends[covered], high) - starts)
 
 
-def source_distribution(source: Source, domain: TupleDomain) -> list[np.ndarray]:
+def source_distribution(source: SummarySource, domain: TupleDomain) -> list[np.ndarray]:
     """Each attribute's marginal with add-one smoothing, so that every tuple of D can be
     inserted (Algorithm 5's attribute-independent source distribution)."""
     return [(source.histogram((c,)) + 1) / (source.n_rows + size)

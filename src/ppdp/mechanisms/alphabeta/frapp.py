@@ -47,7 +47,7 @@ from ppdp.query.binding import BoundQuery
 from ppdp.query.cube import count_histogram
 from ppdp.query.domain_count import count_domain
 from ppdp.release.base import RowsRelease
-from ppdp.table.source import Source
+from ppdp.table.source import SummarySource
 from ppdp.table.table import Table
 
 MIN_RETENTION = 1e-9
@@ -155,7 +155,7 @@ class FRAPP(RowMechanism):
         release.part_rows = rows.part_rows
         return release
 
-    def row_plan(self, source: Source, key: int) -> RowPlan:
+    def row_plan(self, source: SummarySource, key: int) -> RowPlan:
         """The plan: the retention p from n and m, then per row one keyed draw to keep or
         replace it and one per column for the replacing tuple."""
         domain = TupleDomain.of(source.schema)

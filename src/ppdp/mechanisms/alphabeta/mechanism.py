@@ -51,7 +51,7 @@ from ppdp.plan.resources import (
     published_columns,
 )
 from ppdp.randomness import RandomState
-from ppdp.table.source import Source
+from ppdp.table.source import SummarySource
 from ppdp.table.table import Table
 
 ALPHABETA_ROW = Footprint(per_row=30, per_column=8)
@@ -122,6 +122,7 @@ class AlphaBeta(StepsMechanism):
             require_positive("k", k)
             require_open_unit("gamma", gamma)
         if explicit:
+            assert alpha is not None and beta is not None  # both or neither: checked above
             require_open_unit("alpha", alpha)
             require_open_unit("beta", beta)
             if alpha + beta > 1:
@@ -143,26 +144,45 @@ class AlphaBeta(StepsMechanism):
         self.noise = noise
         self.max_rows = max_rows
 
+    def _rates(self) -> tuple[float, float] | None:
+        """The explicit alpha and beta, if given (both or neither: `__init__`)."""
+        if self.alpha is None:
+            return None
+        assert self.beta is not None
+        return self.alpha, self.beta
+
+    def _privacy(self) -> tuple[float, float] | None:
+        """k and gamma, if given (both or neither: `__init__`)."""
+        if self.k is None:
+            return None
+        assert self.gamma is not None
+        return self.k, self.gamma
+
     def probabilities(self, n: int, m: int) -> tuple[float, float, float | None]:
         """alpha, beta and d for a table of n rows over a domain of m tuples, checked against
         Theorem 4.3 (InfeasibleError naming the condition that fails)."""
-        if self.alpha is None:
-            alpha, beta, d = privacy_parameters(k=self.k, gamma=self.gamma, n=n, m=m)
+        rates, privacy = self._rates(), self._privacy()
+        if rates is None:
+            assert privacy is not None  # without alpha and beta, `__init__` needs k and gamma
+            k, gamma = privacy
+            alpha, beta, d = privacy_parameters(k=k, gamma=gamma, n=n, m=m)
             if alpha < self.min_alpha:
                 raise InfeasibleError(
-                    f"(d, gamma)-privacy with d = k n/m = {d:.4g} and gamma = {self.gamma:g} "
+                    f"(d, gamma)-privacy with d = k n/m = {d:.4g} and gamma = {gamma:g} "
                     f"leaves alpha = 1/2 - d/gamma = {alpha:.3g}, too small to estimate counts "
                     f"from (at least {self.min_alpha:g}); raise gamma or lower k")
             return alpha, beta, d
-        if self.k is None:
-            return self.alpha, self.beta, None
-        d = self.k * n / m
-        failed = theorem_4_3_violations(alpha=self.alpha, beta=self.beta, d=d, gamma=self.gamma)
+        alpha, beta = rates
+        if privacy is None:
+            return alpha, beta, None
+        k, gamma = privacy
+        d = k * n / m
+        failed = theorem_4_3_violations(alpha=alpha, beta=beta, d=d, gamma=gamma)
         if failed:
-            raise InfeasibleError(f"alpha = {self.alpha:g}, beta = {self.beta:g} do not give "
+            raise InfeasibleError(f"alpha = {alpha:g}, beta = {beta:g} do not give "
                                   f"(d, gamma)-privacy for d = k n/m = {d:.4g}, gamma = "
-                                  f"{self.gamma:g}: " + "; ".join(failed))
-        return self.alpha, self.beta, d
+                                  f"{gamma:g}: " + "; ".join(failed))
+        return alpha, beta, d
 
     def publish_table(self, table: Table, *, random_state: RandomState = None
                       ) -> AlphaBetaRelease:
@@ -178,17 +198,19 @@ class AlphaBeta(StepsMechanism):
     def public_probabilities(self, n: int, m: int) -> tuple[float, float, float | None]:
         """alpha, beta and d as published for a table of n rows: with k and gamma, from n
         rounded up by `public_row_count`, since beta = k n/(gamma m) would give n exactly."""
-        if self.k is None:
+        privacy = self._privacy()
+        if privacy is None:
             return self.probabilities(n, m)
-        rounded = public_row_count(n, k=self.k, gamma=self.gamma)
+        k, gamma = privacy
+        rounded = public_row_count(n, k=k, gamma=gamma)
         try:
             return self.probabilities(rounded, m)
         except InfeasibleError:
             if self.alpha is not None:
                 raise
-        raise InfeasibleError(self._infeasible_message(n, rounded, m)) from None
+        raise InfeasibleError(self._infeasible_message(n, rounded, m, k, gamma)) from None
 
-    def _infeasible_message(self, n: int, rounded: int, m: int) -> str:
+    def _infeasible_message(self, n: int, rounded: int, m: int, k: float, gamma: float) -> str:
         """Why k and gamma fail for n rows once n is rounded, and the k or gamma that work."""
 
         def feasible(k: float, gamma: float) -> bool:
@@ -202,7 +224,6 @@ class AlphaBeta(StepsMechanism):
                 low, high = (middle, high) if not ok(middle) else (low, middle)
             return high
 
-        k, gamma = self.k, self.gamma
         largest_k = boundary(0.0, k, lambda x: not feasible(x, gamma))
         beta = k * rounded / (gamma * m)
         text = (f"(d, gamma)-privacy with k = {k:g} and gamma = {gamma:g} needs beta = "
@@ -223,7 +244,7 @@ class AlphaBeta(StepsMechanism):
         return (alpha + beta) * n + rates.earlier * earlier + rates.other * max(
             m - n - earlier, 0)
 
-    def check_view_size(self, table: Table | Source, *, earlier: int = 0,
+    def check_view_size(self, table: Table | SummarySource, *, earlier: int = 0,
                         view: int = 1) -> float:
         """Refuse (InfeasibleError) a view expected to hold more than ``max_rows`` tuples
         before any of it is drawn, and warn (``ppdp.resources.MemoryNeedWarning``) when the
@@ -285,11 +306,14 @@ class AlphaBeta(StepsMechanism):
             if self.alpha is None:
                 raise ValueError("the alpha and beta of k and gamma depend on n and m: give a "
                                  "table (SOURCE) or -p n=... -p m=...")
-            alpha, beta, d = self.alpha, self.beta, None
+            alpha, beta = self.alpha, self.beta
+            assert beta is not None  # with alpha: `__init__`
+            d = None
         else:
             alpha, beta, d = self.public_probabilities(n, m)
-        rho = (usefulness_rho(k=self.k, gamma=self.gamma)
-               if self.k is not None and self.alpha is None else None)
+        privacy = self._privacy()
+        rho = (usefulness_rho(k=privacy[0], gamma=privacy[1])
+               if privacy is not None and self.alpha is None else None)
         size = None if n is None or m is None else alpha * n + beta * m
         return AlphaBetaGuarantee(alpha=alpha, beta=beta, gamma=self.gamma, k=self.k, d=d,
                                   n=n, m=m, views=self.v, rho=rho, expected_view_size=size)

@@ -39,7 +39,7 @@ from ppdp.mechanisms.base import Progress, require_declared_domains
 from ppdp.plan.engine import publish
 from ppdp.plan.keyed import make_key
 from ppdp.randomness import RandomState
-from ppdp.table.source import DEFAULT_BATCH_ROWS, Batch, Source, TableSource
+from ppdp.table.source import DEFAULT_BATCH_ROWS, Batch, Source, SummarySource, TableSource
 from ppdp.table.table import Table
 
 
@@ -60,7 +60,7 @@ class ViewedMechanism(Protocol):
 
     def public_probabilities(self, n: int, m: int) -> tuple[float, float, float | None]: ...
 
-    def check_view_size(self, table: Table | Source, *, earlier: int = 0,
+    def check_view_size(self, table: Table | SummarySource, *, earlier: int = 0,
                         view: int = 1) -> float: ...
 
     def expected_view_size(self, n: int, m: int, *, earlier: int = 0,
@@ -277,11 +277,12 @@ def fingerprint(table: Table | Source,
     and a source of the same rows agree."""
     domain = TupleDomain.of(table.schema)
     digest = hashlib.sha256(fingerprint_prefix(table.schema))
-    if distinct is None and isinstance(table, Table):
-        digest.update(np.sort(domain.keys(table.codes)).astype(np.int64).tobytes())
-        return digest.hexdigest()
-    tuples, counts = distinct if distinct is not None else distinct_tuples(
-        table.batches(columns=domain.columns), domain)
+    if distinct is None:
+        if isinstance(table, Table):
+            digest.update(np.sort(domain.keys(table.codes)).astype(np.int64).tobytes())
+            return digest.hexdigest()
+        distinct = distinct_tuples(table.batches(columns=domain.columns), domain)
+    tuples, counts = distinct
     for keys in repeated_keys(tuples, counts):
         digest.update(keys.astype(np.int64).tobytes())
     return digest.hexdigest()

@@ -17,7 +17,7 @@ from ppdp.mechanisms.ambiguity.release import AmbiguityRelease
 from ppdp.mechanisms.base import GroupMechanism, require_sensitive
 from ppdp.mechanisms.parameters import Parameter, require_unit_interval
 from ppdp.plan.resources import Footprint
-from ppdp.table.source import Source
+from ppdp.table.source import SummarySource
 from ppdp.table.table import Table
 
 _DENSE_BYTES = 1 << 28
@@ -46,7 +46,7 @@ class Ambiguity(GroupMechanism):
         self.alpha = require_unit_interval("alpha", alpha)
         self.beta = require_unit_interval("beta", beta)
 
-    def sensitive_columns(self, data: Table | Source) -> tuple[str, ...]:
+    def sensitive_columns(self, data: Table | SummarySource) -> tuple[str, ...]:
         """The one sensitive column, with a declared domain (and at least one
         quasi-identifier beside it)."""
         sensitive = require_sensitive(data, "ambiguity", exactly_one=True)

@@ -20,7 +20,7 @@ from ppdp.mechanisms.grouping import DistinctValueGroups, distinct_value_groups
 from ppdp.mechanisms.parameters import Parameter, require_integer
 from ppdp.mechanisms.shuffle import shuffled_positions
 from ppdp.plan.resources import Footprint
-from ppdp.table.source import Source
+from ppdp.table.source import SummarySource
 from ppdp.table.table import Table
 
 _SHUFFLE_CHUNK = 1 << 16
@@ -43,7 +43,7 @@ class Anatomy(GroupMechanism):
     def __init__(self, *, l: int) -> None:  # noqa: E741 - the paper's symbol
         self.l = require_integer("l", l, 2)
 
-    def sensitive_columns(self, data: Table | Source) -> tuple[str, ...]:
+    def sensitive_columns(self, data: Table | SummarySource) -> tuple[str, ...]:
         """The one sensitive column, with a declared domain."""
         return require_sensitive(data, "Anatomy", exactly_one=True)
 

@@ -17,7 +17,7 @@ from ppdp.plan.keyed import KeyedStream
 from ppdp.plan.resources import Footprint
 from ppdp.plan.rows import PublishedRows, RowPlan
 from ppdp.plan.sorted_search import SortedSearch
-from ppdp.table.source import Source
+from ppdp.table.source import SummarySource
 
 
 class DBR(RowMechanism):
@@ -35,7 +35,7 @@ class DBR(RowMechanism):
         release.part_rows = rows.part_rows
         return release
 
-    def row_plan(self, source: Source, key: int) -> RowPlan:
+    def row_plan(self, source: SummarySource, key: int) -> RowPlan:
         """The plan: the sensitive marginals (one histogram each), then every row's sensitive
         values redrawn from them by inverting the cumulative distribution at a keyed draw."""
         sensitive = require_sensitive(source, "DBR")

@@ -4,6 +4,8 @@ towards independence, so no standard error is reported."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ppdp.query.binding import BoundQuery
@@ -16,6 +18,7 @@ class DbrRelease(RowsRelease):
 
     mechanism = "dbr"
 
-    def _estimate(self, queries: list[BoundQuery]) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    def _estimate(self, queries: Sequence[BoundQuery]
+                  ) -> list[tuple[np.ndarray, np.ndarray | None]]:
         return [(np.asarray(count_histogram(self._cube, q.predicate, q.group_by), dtype=float),
                  None) for q in queries]

@@ -13,8 +13,9 @@ table in memory."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, NoReturn
 
 import numpy as np
 import pyarrow as pa
@@ -186,10 +187,11 @@ class LaplaceSession(Release):
         # The discrete Laplace's own 95 % interval, not a normal approximation.
         return Estimate(value, stderr, (value - self._half_width, value + self._half_width))
 
-    def _tables(self) -> dict[str, pa.Table]:
+    def _tables(self) -> NoReturn:
         raise ReleaseError(NO_RELEASE)
 
-    def save(self, directory: Any, *, overwrite: bool = False) -> Any:
+    def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False,
+             before_commit: Callable[[], Any] | None = None) -> NoReturn:
         self._tables()
 
     @classmethod

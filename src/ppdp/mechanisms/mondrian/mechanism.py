@@ -34,7 +34,7 @@ from ppdp.plan.keyed import KeyedStream, make_key
 from ppdp.plan.order import part_count, part_of, rank_order
 from ppdp.plan.resources import Footprint
 from ppdp.randomness import RandomState
-from ppdp.table.source import Source, TableSource
+from ppdp.table.source import SummarySource, TableSource
 from ppdp.table.table import Table
 
 STREAM = "mondrian"
@@ -182,7 +182,7 @@ class Mondrian(StepsMechanism):
         return {name: self.hierarchies[name].bind(schema[name])
                 for name in schema.quasi_identifiers if name in self.hierarchies}
 
-    def setup(self, data: Table | Source) -> MondrianSetup:
+    def setup(self, data: Table | SummarySource) -> MondrianSetup:
         """The input's roles and hierarchies, checked, and k and l checked against it."""
         (sensitive,) = require_sensitive(data, "Mondrian", exactly_one=True)
         if not data.schema.quasi_identifiers:

@@ -268,7 +268,7 @@ def _row_medians(current: np.ndarray, part: np.ndarray, sizes: np.ndarray,
             local = local[rows]
             rank = current[rows, dim[local]]
         tried_sizes = sizes[tried]
-        key_type = np.int32 if len(tried) * widest < 2**31 else np.int64
+        key_type: type[np.signedinteger] = np.int32 if len(tried) * widest < 2**31 else np.int64
         key = local.astype(key_type) * key_type(widest) + rank
         if len(tried) * widest <= HISTOGRAM_CELLS_PER_ROW * len(key):
             # Few partitions: a histogram of ranks per partition gives the median without
@@ -366,7 +366,7 @@ def _split(side: np.ndarray, totals: np.ndarray) -> tuple[np.ndarray, np.ndarray
     """Where each row goes so that every partition (consecutive blocks of ``totals`` rows)
     becomes its left then its right child, in the same order within each child (a stable
     counting sort), and the children's sizes (left, right, left, right, ...)."""
-    index = np.int32 if len(side) < 2**31 else np.int64
+    index: type[np.signedinteger] = np.int32 if len(side) < 2**31 else np.int64
     starts = np.cumsum(totals) - totals
     right = np.add.reduceat(side, starts, dtype=np.int64)
     left = totals - right

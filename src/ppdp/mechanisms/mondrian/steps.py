@@ -101,8 +101,8 @@ def write_release(staging: Path, setup: MondrianSetup, k: int, l: int,  # noqa: 
     names = part_names(ROWS, part_count(n_rows))
     files: dict[str, str | list[str]] = {ROWS: names[0] if len(names) == 1 else names}
     for stem, table in _cover_tables(setup.published, generalized).items():
-        files[stem] = f"{stem}.parquet"
-        digests[files[stem]] = write_parquet(staging / files[stem], table)
+        name = files[stem] = f"{stem}.parquet"
+        digests[name] = write_parquet(staging / name, table)
     write_metadata(staging, MondrianRelease.mechanism, setup.parameters(k, l, diversity),
                    n_rows, setup.published, files, digests)
 
@@ -208,7 +208,7 @@ def _counted_medians(median: np.ndarray, below: np.ndarray, at: np.ndarray,
 
     def at_median(tried: np.ndarray, dim: np.ndarray) -> MedianCounts:
         sides = None if around is None else _side_statistics(
-            *(around[tried, dim, category] for category in range(3)), diversity)
+            around[tried, dim, 0], around[tried, dim, 1], around[tried, dim, 2], diversity)
         return median[tried, dim], below[tried, dim], at[tried, dim], sides
 
     return at_median

@@ -14,7 +14,7 @@ from ppdp.errors import SchemaError
 from ppdp.mechanisms.sdr.formulas import uniform_probabilities
 from ppdp.plan.sorted_search import GroupedSortedSearch
 from ppdp.query.cube import MAX_CUBE_CELLS
-from ppdp.table.source import Source, TableSource
+from ppdp.table.source import SummarySource, TableSource
 from ppdp.table.table import Table
 
 
@@ -100,7 +100,7 @@ class PerturbWithin:
         return published
 
 
-def compound_frequencies(source: Table | Source, compound: CompoundAttribute) -> np.ndarray:
+def compound_frequencies(source: Table | SummarySource, compound: CompoundAttribute) -> np.ndarray:
     """How many rows hold each compound sensitive value (a flat histogram)."""
     if isinstance(source, Table):
         source = TableSource(source)

@@ -53,12 +53,16 @@ class PerturbationGuarantee:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                       or value < low):
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        p = q = eps = None
+        p: float | None = None
+        q: float | None = None
+        diagonal: float | None = None
+        eps: float | None = None
         if m is not None:
             p, q = (float(v) for v in uniform_probabilities(gamma, m))
+            diagonal = p + q
             if n is not None:
                 eps = float(error_bound(n, m, gamma, delta))
-        return cls(rho1, rho2, delta, gamma, m, n, p, q, None if p is None else p + q, eps)
+        return cls(rho1, rho2, delta, gamma, m, n, p, q, diagonal, eps)
 
     @property
     def partitioned(self) -> bool:

@@ -24,7 +24,7 @@ from ppdp.plan.keyed import KeyedStream
 from ppdp.plan.quotas import QuotaAssignment
 from ppdp.plan.resources import Footprint
 from ppdp.plan.rows import PublishedRows, RowPlan
-from ppdp.table.source import Source
+from ppdp.table.source import SummarySource
 from ppdp.table.table import Table
 
 
@@ -48,7 +48,7 @@ class PerturbationPartitioning(RowMechanism):
         self.rho1, self.rho2 = check_privacy(rho1, rho2)
         self.delta = check_delta(delta)
 
-    def partition(self, table: Table | Source) -> Partition:
+    def partition(self, table: Table | SummarySource) -> Partition:
         """The partition PP finds for this table's (compound) sensitive attribute."""
         sensitive = require_sensitive(table, "Perturbation partitioning", publishing=False)
         compound = CompoundAttribute.of(table.schema, sensitive)
@@ -57,9 +57,9 @@ class PerturbationPartitioning(RowMechanism):
 
     def release_of(self, plan: RowPlan, rows: PublishedRows) -> SdrRelease:
         """The table partitioned, each sub-table perturbed within its own domain."""
-        return perturbation_release(SdrRelease, plan, rows)  # type: ignore[return-value]
+        return perturbation_release(SdrRelease, plan, rows)
 
-    def row_plan(self, source: Source, key: int) -> RowPlan:
+    def row_plan(self, source: SummarySource, key: int) -> RowPlan:
         """The plan: the partition (from the sensitive histogram), each row's sub-table by
         exact quotas (``partition.counts``), then perturbation within the sub-table."""
         sensitive = require_sensitive(source, "Perturbation partitioning")

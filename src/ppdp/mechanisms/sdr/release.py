@@ -12,7 +12,7 @@ allows."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -168,7 +168,9 @@ class PerturbationRelease(Release):
         plain = [c for c in query.group_by if c not in sensitive]
         grouped_sensitive = [c for c in sensitive if c in query.group_by]
         dims = [*plain, SUBTABLE_COLUMN, *sensitive]
-        value = variance = 0.0
+        # Sums over the classes of rows: 0 until the first class's arrays are added.
+        value: np.ndarray | float = 0.0
+        variance: np.ndarray | float = 0.0
         for observed, values in self._observed_classes(query.predicate, dims):
             part_value, part_variance = self._reconstruct(observed, values, len(plain),
                                                           grouped_sensitive)
@@ -233,8 +235,11 @@ class PerturbationRelease(Release):
         return estimate.sum(axis=n_plain), variance.sum(axis=n_plain)
 
 
-def perturbation_release(release_class: type[PerturbationRelease], plan: RowPlan,
-                         rows: PublishedRows) -> PerturbationRelease:
+_Perturbed = TypeVar("_Perturbed", bound=PerturbationRelease)
+
+
+def perturbation_release(release_class: type[_Perturbed], plan: RowPlan,
+                         rows: PublishedRows) -> _Perturbed:
     """The in-memory release of a perturbation plan's rows."""
     codes = dict(rows.codes)
     n_rows = rows.n_rows

@@ -26,7 +26,7 @@ from ppdp.mechanisms.sdr.plan import perturbation_plan
 from ppdp.mechanisms.sdr.release import PerturbationRelease, perturbation_release
 from ppdp.plan.resources import Footprint
 from ppdp.plan.rows import PublishedRows, RowPlan
-from ppdp.table.source import Source
+from ppdp.table.source import SummarySource
 from ppdp.table.table import Table
 
 
@@ -64,7 +64,7 @@ class UniformPerturbation(RowMechanism):
         """The (compound) sensitive value of every row perturbed over the whole domain."""
         return perturbation_release(PerturbationRelease, plan, rows)
 
-    def row_plan(self, source: Source, key: int) -> RowPlan:
+    def row_plan(self, source: SummarySource, key: int) -> RowPlan:
         """The plan: one sub-table, the whole (compound) domain, gamma of Eq. 6."""
         compound = self._compound(source)
         domains = np.ones((1, compound.size), dtype=bool)
@@ -72,7 +72,7 @@ class UniformPerturbation(RowMechanism):
         return perturbation_plan(self.name, source.schema, compound, domains,
                                  np.array([self.gamma]), parameters, key)
 
-    def _compound(self, source: Table | Source, *, publishing: bool = True
+    def _compound(self, source: Table | SummarySource, *, publishing: bool = True
                   ) -> CompoundAttribute:
         """The sensitive attribute, checked to have a value that rho1 protects."""
         sensitive = require_sensitive(source, "Uniform perturbation", publishing=publishing)

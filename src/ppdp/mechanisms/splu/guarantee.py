@@ -38,22 +38,22 @@ def _check_gamma(gamma: object) -> int:
 
 def _check_epsilon(epsilon: object, *, below_one: bool) -> float:
     allowed = "0 < epsilon < 1" if below_one else "epsilon > 0"
-    if not is_real(epsilon) or not math.isfinite(float(epsilon)):  # type: ignore[arg-type]
+    if not is_real(epsilon) or not math.isfinite(float(epsilon)):
         raise ValueError(f"epsilon (relative error) must be a finite number with {allowed}, "
                          f"got {epsilon!r}")
-    value = float(epsilon)  # type: ignore[arg-type]
+    value = float(epsilon)
     if value <= 0 or (below_one and value >= 1):
         raise ValueError(f"epsilon (relative error) must satisfy {allowed}, got {epsilon!r}")
     return value
 
 
 def _check_probability(name: str, value: object) -> float:
-    if not is_real(value) or not 0 < float(value) < 1:  # type: ignore[arg-type]
+    if not is_real(value) or not 0 < float(value) < 1:
         raise ValueError(f"{name} must be a probability with 0 < {name} < 1, got {value!r}")
-    return float(value)  # type: ignore[arg-type]
+    return float(value)
 
 
-def _check_counts(f: object) -> np.ndarray:
+def _check_counts(f: npt.ArrayLike) -> np.ndarray:
     """``f`` as an int64 array of positive integers (any shape)."""
     if isinstance(f, np.ndarray) and f.ndim == 0:
         f = f.item()

@@ -19,7 +19,7 @@ from ppdp.mechanisms.shuffle import publish_rows
 from ppdp.mechanisms.splu.guarantee import splu_guarantee
 from ppdp.mechanisms.splu.release import SpluRelease
 from ppdp.plan.resources import Footprint
-from ppdp.table.source import Source
+from ppdp.table.source import SummarySource
 from ppdp.table.table import Table
 
 _CHUNK = 1 << 20
@@ -50,7 +50,7 @@ class SPLUGen(GroupMechanism):
     def __init__(self, *, gamma: int) -> None:
         self.gamma = require_integer("gamma", gamma, 2)
 
-    def sensitive_columns(self, data: Table | Source) -> tuple[str, ...]:
+    def sensitive_columns(self, data: Table | SummarySource) -> tuple[str, ...]:
         """The sensitive columns (one or more), with declared domains."""
         return require_sensitive(data, "SPLU-Gen")
 
