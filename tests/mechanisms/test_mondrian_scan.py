@@ -233,7 +233,7 @@ def test_an_existing_target_is_refused_before_any_work(tmp_path: Path,
         raise AssertionError("the source was read")
 
     with monkeypatch.context() as patch:
-        patch.setattr(streaming_mondrian, "_cut_top", no_pass)
+        patch.setattr(streaming_mondrian, "cut_top", no_pass)
         with pytest.raises(FileExistsError, match="already exists"):
             Mondrian(k=2).publish_source(source, target, random_state=0)
     assert files_of(target) == before
