@@ -19,7 +19,7 @@ import ppdp
 from ppdp import Estimate, GroupedEstimate, InfeasibleError, QueryError, SchemaError
 from ppdp.data.schema import Column, Role, Schema
 from ppdp.mechanisms import Ambiguity, AmbiguityRelease
-from ppdp.mechanisms.ambiguity.groups import association_group_size
+from ppdp.mechanisms.presence import association_group_size
 from ppdp.table.table import Table, table_from_arrow
 
 # -- Figure 1 (a): the microdata of 8 people ----------------------------------------------------

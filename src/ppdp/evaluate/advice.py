@@ -39,9 +39,9 @@ import numpy as np
 from ppdp.errors import PpdpError
 from ppdp.mechanisms import FRAPP, AlphaBeta, PerturbationPartitioning, UniformPerturbation
 from ppdp.mechanisms.alphabeta.domain import TupleDomain
-from ppdp.mechanisms.ambiguity.groups import association_group_size
 from ppdp.mechanisms.base import get_mechanism
 from ppdp.mechanisms.grouping import largest_feasible_size
+from ppdp.mechanisms.presence import association_group_size
 from ppdp.mechanisms.sdr.formulas import check_privacy
 from ppdp.mechanisms.splu.guarantee import (
     splu_chebyshev_utility_threshold,

@@ -40,12 +40,12 @@ from ppdp.evaluate.workloads import (
     range_columns,
     range_pool,
 )
-from ppdp.mechanisms.ambiguity.groups import association_group_size
 from ppdp.mechanisms.ambiguity.mechanism import Ambiguity, scheme_from_groups
 from ppdp.mechanisms.ambiguity.release import AmbiguityRelease
 from ppdp.mechanisms.base import Mechanism
 from ppdp.mechanisms.mondrian.mechanism import Mondrian
 from ppdp.mechanisms.mondrian.release import MondrianRelease
+from ppdp.mechanisms.presence import association_group_size
 from ppdp.randomness import RandomState, make_rng
 from ppdp.table.table import Table
 

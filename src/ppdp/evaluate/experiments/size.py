@@ -16,7 +16,7 @@ from ppdp.evaluate.publications import publish_and_score
 from ppdp.evaluate.result import Claim, ExperimentResult
 from ppdp.evaluate.workloads import range_pool, splu_pools
 from ppdp.mechanisms import Ambiguity, Mechanism, Mondrian, SPLUGen
-from ppdp.mechanisms.ambiguity.groups import association_group_size
+from ppdp.mechanisms.presence import association_group_size
 
 __all__ = ["size"]
 

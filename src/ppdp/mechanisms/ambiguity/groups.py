@@ -35,9 +35,9 @@ import numpy as np
 
 from ppdp.errors import InfeasibleError
 from ppdp.mechanisms.ambiguity.groups_arrays import sorted_unique
-from ppdp.mechanisms.ambiguity.groups_bounds import association_group_size, presence_probability
 from ppdp.mechanisms.ambiguity.groups_build import GroupBuilder
 from ppdp.mechanisms.ambiguity.groups_residue import place_residue
+from ppdp.mechanisms.presence import association_group_size, presence_probability
 
 __all__ = [
     "CANDIDATES",

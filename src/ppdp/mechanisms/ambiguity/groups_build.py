@@ -38,7 +38,7 @@ import numpy as np
 
 from ppdp.data.schema import code_dtype
 from ppdp.errors import InfeasibleError
-from ppdp.mechanisms.ambiguity.groups_bounds import presence_probability
+from ppdp.mechanisms.presence import presence_probability
 
 _BITMAP_BYTES = 1 << 26
 """Bytes of the (groups x values) bitmap of a batch: fewer lanes when there are many values."""

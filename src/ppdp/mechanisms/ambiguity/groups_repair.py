@@ -11,8 +11,8 @@ import numpy as np
 
 from ppdp.errors import InfeasibleError
 from ppdp.mechanisms.ambiguity.groups_arrays import CHECK_CELLS, segments
-from ppdp.mechanisms.ambiguity.groups_bounds import presence_probability
 from ppdp.mechanisms.ambiguity.groups_build import GroupBuilder
+from ppdp.mechanisms.presence import presence_probability
 
 _REPAIR_WINDOW = 1024
 """Candidate rows examined per move of the repair."""

@@ -13,9 +13,9 @@ import numpy as np
 
 from ppdp.errors import InfeasibleError
 from ppdp.mechanisms.ambiguity.groups_arrays import CHECK_CELLS, segments, sorted_unique
-from ppdp.mechanisms.ambiguity.groups_bounds import presence_probability
 from ppdp.mechanisms.ambiguity.groups_build import GroupBuilder
 from ppdp.mechanisms.ambiguity.groups_repair import Repair
+from ppdp.mechanisms.presence import presence_probability
 
 _RESIDUE_ROUNDS = 8
 """Rounds in which each residue row tries ``candidates`` random groups."""

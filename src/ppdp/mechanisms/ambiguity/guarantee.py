@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ppdp.mechanisms.ambiguity.groups import association_group_size
 from ppdp.mechanisms.parameters import require_unit_interval
+from ppdp.mechanisms.presence import association_group_size
 
 
 @dataclass(frozen=True)

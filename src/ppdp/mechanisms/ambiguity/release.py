@@ -18,7 +18,7 @@ import scipy.sparse as sp
 
 from ppdp.data.schema import Schema
 from ppdp.estimators.group_product import GroupProduct
-from ppdp.mechanisms.ambiguity.groups import presence_probability
+from ppdp.mechanisms.presence import presence_probability
 from ppdp.plan.blocks import GROUP_COLUMN
 from ppdp.query.binding import BoundQuery
 from ppdp.release.arrow import rows_from_arrow, rows_to_arrow

@@ -13,10 +13,10 @@ import pyarrow.compute as pc
 
 from ppdp.data.schema import Column, Schema
 from ppdp.estimators.group_product import GroupProduct
-from ppdp.mechanisms.ambiguity.groups import presence_probability
 from ppdp.mechanisms.mondrian.covers import LABEL, ROWS, VALUE, Generalized, cover_file
 from ppdp.mechanisms.mondrian.partition import require_diversity
 from ppdp.mechanisms.parameters import require_unit_interval
+from ppdp.mechanisms.presence import presence_probability
 from ppdp.plan.order import split_parts
 from ppdp.query.binding import BoundQuery
 from ppdp.release.arrow import rows_from_arrow

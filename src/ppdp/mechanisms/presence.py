@@ -1,7 +1,7 @@
-"""The bounds a QI-group meets: the fewest rows for beta, and its presence probability.
-
-Ambiguity paper, Theorems 5.1 (presence) and 5.2 (association).
-"""
+"""The presence and association of individuals in published groups: the fewest rows of a
+group for beta-association, and a group's presence probability (ambiguity paper, Theorems 5.1
+and 5.2). Shared by the ambiguity scheme and by the generalization it is compared with
+(Mondrian, Section 8), whose classes are measured the same way."""
 
 from __future__ import annotations
 
