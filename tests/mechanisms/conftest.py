@@ -10,7 +10,7 @@ import pytest
 
 import ppdp
 from ppdp.table.table import Table
-from tests.mechanisms.alphabeta_helpers import SMALL_SIZES, example_schema, int_table
+from tests.mechanisms.alphabeta.alphabeta_helpers import SMALL_SIZES, example_schema, int_table
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ from ppdp.plan.keyed import KeyedStream, make_key
 from ppdp.release.load import load_release
 from ppdp.table.source import TableSource
 from ppdp.table.table import Table, table_from_arrow
-from tests.mechanisms.test_mondrian import feasible, hand_table, random_tables
+from tests.mechanisms.mondrian.test_mondrian import feasible, hand_table, random_tables
 
 N_ROWS = 1_000_000
 LOCAL = 100_000

@@ -35,7 +35,7 @@ from ppdp.mechanisms.mondrian.release import MondrianRelease
 from ppdp.plan.keyed import KeyedStream, make_key
 from ppdp.release.load import load_release
 from ppdp.table.table import Table, table_from_arrow
-from tests.test_release import edit_metadata, rewrite_file
+from tests.release.test_release import edit_metadata, rewrite_file
 
 # -- a table small enough to follow by hand -------------------------------------------------
 #

@@ -13,7 +13,7 @@ import ppdp
 from ppdp import AlphaBeta, InfeasibleError
 from ppdp.mechanisms.alphabeta.views import ViewSequence
 from ppdp.table.table import Table
-from tests.mechanisms.alphabeta_helpers import int_table
+from tests.mechanisms.alphabeta.alphabeta_helpers import int_table
 
 # -- resource limits and extreme parameters -----------------------------------------------------
 

@@ -108,7 +108,7 @@ def test_bundled_files() -> None:
 def test_package_data_lists_every_bundled_file() -> None:
     """pyproject.toml's package-data patterns take every data file of the folder into the
     package (an installed ppdp has the hierarchies, not only a checkout)."""
-    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     patterns = project["tool"]["setuptools"]["package-data"]["ppdp"]
     folder = Path(ppdp.datasets.__file__).parent
     data = [path for path in folder.iterdir() if path.is_file() and path.suffix != ".py"]

@@ -24,7 +24,7 @@ from ppdp.release.load import load_release
 from ppdp.release.write import write_parquet
 from ppdp.table.source import TableSource
 from ppdp.table.table import Table
-from tests.test_release import rewrite_file
+from tests.release.test_release import rewrite_file
 
 BLOCK_ROWS = 8_000
 N_BLOCKS = 4  # ceil(30,162 / 8,000)

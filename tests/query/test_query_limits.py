@@ -31,7 +31,7 @@ from ppdp.query.syntax import (
     Query,
 )
 from ppdp.table.table import Table, table_from_arrow
-from tests.test_query import count, people
+from tests.query.test_query import count, people
 
 # ---------------------------------------------------------------------------------------------
 # Queries of any size

@@ -32,7 +32,7 @@ from ppdp.mechanisms.sdr.formulas import (
 )
 from ppdp.plan.keyed import KeyedStream
 from ppdp.table.table import table_from_arrow
-from tests.test_release import rewrite_file
+from tests.release.test_release import rewrite_file
 
 # The four shapes of count query the estimator must handle: a whole-domain count, counts under
 # conditions on non-sensitive columns (one with a set of sensitive values) and an OR that mixes

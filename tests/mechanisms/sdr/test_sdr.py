@@ -38,7 +38,7 @@ from ppdp.mechanisms.sdr.partition import (
     subtable_statistics,
 )
 from ppdp.table.table import table_from_arrow
-from tests.test_release import edit_metadata, rewrite_file
+from tests.release.test_release import edit_metadata, rewrite_file
 
 # The running example of Sections 4-5: counts of x1..x10, |T| = 42, (1/3, 2/3)-privacy.
 EXAMPLE_T = np.array([12, 8, 6, 5, 4, 3, 1, 1, 1, 1])

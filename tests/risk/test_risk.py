@@ -13,7 +13,7 @@ import ppdp
 from ppdp.mechanisms.ambiguity.mechanism import Ambiguity
 from ppdp.risk import ambiguity_summary, release_risk, tuple_risk
 from ppdp.table.table import table_from_arrow
-from tests.mechanisms.test_ambiguity import figure_1a, figure_2
+from tests.mechanisms.ambiguity.test_ambiguity import figure_1a, figure_2
 
 
 def test_figure_2_tuples_alan_and_alice() -> None:

@@ -18,7 +18,7 @@ import pytest
 from ppdp.errors import ReleaseError
 from ppdp.io.storage import PARTIAL_SUFFIX, commit_directory, staged_directory
 from ppdp.release.load import load_release
-from tests.test_release import publish
+from tests.release.test_release import publish
 
 
 def listing(directory: Path) -> list[str]:
@@ -114,7 +114,7 @@ def test_concurrent_saves_exactly_one_wins(tmp_path: Path) -> None:
 
 CONCURRENT_SCRIPT = textwrap.dedent("""
     import sys, time
-    from tests.test_release import publish
+    from tests.release.test_release import publish
     release = publish(sys.argv[2])
     time.sleep(max(0.0, float(sys.argv[3]) - time.time()))
     try:
@@ -125,7 +125,7 @@ CONCURRENT_SCRIPT = textwrap.dedent("""
 
 
 def test_concurrent_processes_exactly_one_wins(tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     for trial in range(2):
         target = tmp_path / f"same{trial}"
         start = time.time() + 3.0
@@ -143,7 +143,7 @@ def test_concurrent_processes_exactly_one_wins(tmp_path: Path) -> None:
 SLOW_SAVE_SCRIPT = textwrap.dedent("""
     import sys, time
     import pyarrow.parquet as pq
-    from tests.test_release import publish
+    from tests.release.test_release import publish
     release = publish("splu")
     original = pq.write_table
     def slow(*args, **kwargs):
@@ -156,7 +156,7 @@ SLOW_SAVE_SCRIPT = textwrap.dedent("""
 
 
 def start_slow_save(target: Path) -> subprocess.Popen[str]:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     process = subprocess.Popen([sys.executable, "-c", SLOW_SAVE_SCRIPT, str(target)], cwd=root,
                                stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
@@ -210,7 +210,7 @@ def test_staging_directories_of_other_programs_are_never_touched(tmp_path: Path)
 @pytest.fixture
 def two_releases(tmp_path: Path) -> tuple[Path, Path]:
     from ppdp import SPLUGen
-    from tests.test_release import small_table
+    from tests.release.test_release import small_table
 
     three = SPLUGen(gamma=3).publish(small_table(), random_state=1).save(tmp_path / "g3")
     four = SPLUGen(gamma=4).publish(small_table(), random_state=2).save(tmp_path / "g4")

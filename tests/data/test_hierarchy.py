@@ -222,7 +222,7 @@ def test_the_readme_hierarchy_examples_run_as_written(tmp_path: Path,
     """The README's Python blocks that read the bundled hierarchies, run as one session (the
     design notes' block uses the names of "From Python"), from README.md itself; the design
     notes promise an association of at most 0.2 and no class above beta."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     blocks = re.findall(r"^```python\n(.*?)^```", readme, re.S | re.M)
     session = [block for block in blocks if 'read_hierarchies("adult")' in block]
     assert len(session) == 2 and session[0] == blocks[0]

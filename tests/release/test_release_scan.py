@@ -34,7 +34,7 @@ from ppdp.release.base import Release, rows_domains
 from ppdp.release.format import file_digest, metadata_digest
 from ppdp.release.load import load_release
 from ppdp.table.table import Table, table_from_arrow
-from tests.test_release import edit_metadata, rewrite_file
+from tests.release.test_release import edit_metadata, rewrite_file
 
 pytest.importorskip("polars")
 

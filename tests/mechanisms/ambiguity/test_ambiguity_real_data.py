@@ -15,7 +15,7 @@ import ppdp
 from ppdp import GroupedEstimate, InfeasibleError
 from ppdp.mechanisms import Ambiguity, AmbiguityRelease
 from ppdp.table.table import Table
-from tests.mechanisms.test_ambiguity import SUGGESTED, check_release
+from tests.mechanisms.ambiguity.test_ambiguity import SUGGESTED, check_release
 
 # -- Release level on real data -----------------------------------------------------------------
 

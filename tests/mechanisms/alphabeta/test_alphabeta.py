@@ -30,7 +30,7 @@ from ppdp.mechanisms.alphabeta.privacy import (
 from ppdp.mechanisms.alphabeta.release import AlphaBetaRelease
 from ppdp.query.binding import bind
 from ppdp.query.domain_count import count_domain
-from tests.mechanisms.alphabeta_helpers import (
+from tests.mechanisms.alphabeta.alphabeta_helpers import (
     ADULT_M,
     ADULT_N,
     ADULT_PUBLIC_N,

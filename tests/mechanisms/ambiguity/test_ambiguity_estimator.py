@@ -22,7 +22,7 @@ from ppdp.data.schema import Role
 from ppdp.mechanisms import Ambiguity, AmbiguityRelease
 from ppdp.mechanisms.ambiguity import mechanism as ambiguity_module
 from ppdp.table.table import Table, table_from_arrow
-from tests.mechanisms.test_ambiguity import check_release
+from tests.mechanisms.ambiguity.test_ambiguity import check_release
 
 # -- the estimator against a brute force -------------------------------------------------------
 

@@ -27,7 +27,7 @@ from ppdp.mechanisms.alphabeta.draws import view_rates
 from ppdp.mechanisms.alphabeta.release import AlphaBetaRelease
 from ppdp.mechanisms.alphabeta.views import ViewSequence, fingerprint
 from ppdp.table.table import Table
-from tests.mechanisms.alphabeta_helpers import (
+from tests.mechanisms.alphabeta.alphabeta_helpers import (
     ADULT_M,
     ADULT_PUBLIC_N,
     ADULT_QUERIES,

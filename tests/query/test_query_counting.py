@@ -36,7 +36,7 @@ from ppdp.query.syntax import (
     TrueCondition,
 )
 from ppdp.table.table import Table, exact_count
-from tests.test_query import people
+from tests.query.test_query import people
 
 # ---------------------------------------------------------------------------------------------
 # The brute-force oracle
