@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ppdp.attack.run import run_attacks
 from ppdp.mechanisms import (
     FRAPP,
     AlphaBeta,
@@ -75,12 +76,6 @@ def attack_sweep(table: Table, sweeps: Sequence[Sweep], *, runs: int,
                  ) -> list[dict[str, Any]]:
     """Publish every setting ``runs`` times, attack each release; one row per (mechanism,
     value, attack result)."""
-    # Imported here, not above: ppdp.attack imports ppdp.risk.measured, and
-    # importing that runs ppdp.evaluate's __init__, which reaches this module while
-    # ppdp.attack is still half-initialised. This can move up once measured_privacy sits
-    # below both packages.
-    from ppdp.attack import run_attacks
-
     rows = []
     for sweep in sweeps:
         for value in sweep.values:
