@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from ppdp.data.schema import Schema
 from ppdp.estimate import Estimate, GroupedEstimate
-from ppdp.io.storage import commit_directory, staged_directory
+from ppdp.io.storage import staged_directory
 from ppdp.plan.engine import ScannedFiles
 from ppdp.plan.order import split_parts
 from ppdp.query.binding import BoundQuery, bind
@@ -31,8 +31,8 @@ from ppdp.query.row_counts import count_rows
 from ppdp.query.scan_cube import ScanCube
 from ppdp.query.syntax import Query
 from ppdp.release.arrow import rows_from_arrow, rows_to_arrow
-from ppdp.release.target import check_target, require_replaceable_release
-from ppdp.release.write import write_metadata, write_parts, write_row_counts
+from ppdp.release.target import check_target
+from ppdp.release.write import commit_release, write_metadata, write_parts, write_row_counts
 
 
 class Release(ABC):
@@ -148,10 +148,7 @@ class Release(ABC):
                     write_row_counts(staging, count_rows(tables), files, digests)
             write_metadata(staging, self.mechanism, self.parameters, self.n_rows, self.schema,
                            files, digests)
-            if before_commit is not None:
-                before_commit()
-            commit_directory(staging, target, overwrite=overwrite,
-                             replaceable=require_replaceable_release)
+            commit_release(staging, target, overwrite=overwrite, before_commit=before_commit)
         self.name = target.resolve().name
         return target
 

@@ -4,7 +4,7 @@ every engine), then ``release.json`` last."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ppdp.data.schema import Schema
+from ppdp.io.storage import commit_directory
 from ppdp.query.row_counts import ROW_COUNTS
 from ppdp.release.format import (
     FORMAT_NAME,
@@ -21,6 +22,7 @@ from ppdp.release.format import (
     metadata_digest,
     part_names,
 )
+from ppdp.release.target import require_replaceable_release
 
 
 def write_parts(staging: Path, stem: str, tables: pa.Table | list[pa.Table],
@@ -73,3 +75,15 @@ def write_metadata(staging: Path, mechanism: str, parameters: Mapping[str, Any],
     }
     metadata["metadata_digest"] = metadata_digest(metadata)
     (staging / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
+
+
+def commit_release(staging: Path, target: Path, *, overwrite: bool,
+                   before_commit: Callable[[], object] | None = None) -> None:
+    """Make a staged release appear at ``target``: ``before_commit`` runs first (the files are
+    written; if it raises, no release appears), then the staging directory is committed
+    atomically, over ``target`` only when ``overwrite`` and it holds a release and nothing
+    else (`ppdp.release.target.require_replaceable_release`)."""
+    if before_commit is not None:
+        before_commit()
+    commit_directory(staging, target, overwrite=overwrite,
+                     replaceable=require_replaceable_release)

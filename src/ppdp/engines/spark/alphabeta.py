@@ -71,8 +71,8 @@ from ppdp.plan.order import part_count, part_of
 from ppdp.randomness import RandomState
 from ppdp.release.arrow import rows_to_arrow
 from ppdp.release.format import part_names
-from ppdp.release.target import check_target, require_replaceable_release
-from ppdp.release.write import write_metadata, write_parquet
+from ppdp.release.target import check_target
+from ppdp.release.write import commit_release, write_metadata, write_parquet
 
 _KEY = "__key"
 _COUNT = "__count"
@@ -176,10 +176,7 @@ class SparkViews:
                 self._pending, self._n_pending = published, n_published
                 cached.remove(published)
                 self.published = view
-                if before_commit is not None:
-                    before_commit()
-                commit_directory(staging, target, overwrite=overwrite,
-                                 replaceable=require_replaceable_release)
+                commit_release(staging, target, overwrite=overwrite, before_commit=before_commit)
         finally:
             for frame in cached:
                 frame.unpersist()

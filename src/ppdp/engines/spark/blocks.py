@@ -49,7 +49,7 @@ from ppdp.engines.spark.rows import _PART, PACKED_SCHEMA, _grouped, _packed, _un
 from ppdp.engines.spark.saved import SavedTables
 from ppdp.engines.spark.session import ROW_ID, in_arrow_batches
 from ppdp.engines.spark.source import Run, SparkSource, _run_passes, _signed
-from ppdp.io.storage import commit_directory, staged_directory
+from ppdp.io.storage import staged_directory
 from ppdp.mechanisms.base import GroupMechanism
 from ppdp.plan import blocks
 from ppdp.plan.blocks import GROUP_COLUMN, Labels, block_labels, merge_parameters
@@ -57,8 +57,8 @@ from ppdp.plan.keyed import KeyedStream
 from ppdp.query.row_counts import RowCounter
 from ppdp.release.base import Release
 from ppdp.release.format import part_names
-from ppdp.release.target import check_target, require_replaceable_release
-from ppdp.release.write import write_metadata, write_row_counts
+from ppdp.release.target import check_target
+from ppdp.release.write import commit_release, write_metadata, write_row_counts
 from ppdp.table.table import Table
 
 _HELD = ".held"
@@ -128,8 +128,7 @@ class SparkGroupRelease(SavedTables):
             write_row_counts(staging, counter.table(), listed, digests)
             write_metadata(staging, described["mechanism"], parameters, n_rows,
                            described["schema"], listed, digests)
-            commit_directory(staging, target, overwrite=overwrite,
-                             replaceable=require_replaceable_release)
+            commit_release(staging, target, overwrite=overwrite)
         self.saved = target
         return target
 

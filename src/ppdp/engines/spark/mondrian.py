@@ -46,7 +46,7 @@ from ppdp.engines.spark.rows import _PART, _RANK, _TOP_BIT, _by_part
 from ppdp.engines.spark.saved import SavedTables
 from ppdp.engines.spark.session import ROW_ID, in_arrow_batches
 from ppdp.engines.spark.source import Run, SparkSource, _codes, _in_domain, _signed
-from ppdp.io.storage import commit_directory, staged_directory
+from ppdp.io.storage import staged_directory
 from ppdp.mechanisms.mondrian.covers import ROWS, Covers
 from ppdp.mechanisms.mondrian.mechanism import STREAM, MondrianSetup
 from ppdp.mechanisms.mondrian.partition import rank_matrix
@@ -66,8 +66,8 @@ from ppdp.mechanisms.mondrian.steps import (
 from ppdp.plan.keyed import KeyedStream
 from ppdp.plan.order import part_count, part_of
 from ppdp.release.format import part_names
-from ppdp.release.target import check_target, require_replaceable_release
-from ppdp.release.write import write_parquet
+from ppdp.release.target import check_target
+from ppdp.release.write import commit_release, write_parquet
 
 if TYPE_CHECKING:
     from ppdp.mechanisms.mondrian.mechanism import Mondrian
@@ -153,8 +153,7 @@ class SparkMondrianRelease(SavedTables):
                 mondrian = self._mondrian
                 write_release(staging, setup, mondrian.k, mondrian.l, mondrian.diversity,
                                n_rows, generalized, digests)
-                commit_directory(staging, target, overwrite=overwrite,
-                                 replaceable=require_replaceable_release)
+                commit_release(staging, target, overwrite=overwrite)
         finally:
             keyed.unpersist()
         self.saved = target

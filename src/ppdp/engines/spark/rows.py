@@ -44,15 +44,21 @@ from ppdp.engines.spark.source import (
     _signed,
     _spark_schema,
 )
-from ppdp.io.storage import commit_directory, staged_directory
+from ppdp.io.storage import staged_directory
 from ppdp.plan.keyed import KeyedStream
 from ppdp.plan.order import part_count, part_of, rank_order
 from ppdp.plan.rows import RowPlan
 from ppdp.query.row_counts import RowCounter
 from ppdp.release.arrow import rows_to_arrow
 from ppdp.release.format import part_names
-from ppdp.release.target import check_target, require_replaceable_release
-from ppdp.release.write import write_metadata, write_parquet, write_parts, write_row_counts
+from ppdp.release.target import check_target
+from ppdp.release.write import (
+    commit_release,
+    write_metadata,
+    write_parquet,
+    write_parts,
+    write_row_counts,
+)
 
 if TYPE_CHECKING:
     from ppdp.mechanisms.base import RowMechanism
@@ -162,8 +168,7 @@ class SparkRelease(SavedTables):
                 files[stem] = write_parts(staging, stem, table, digests)
             write_metadata(staging, plan.mechanism, plan.parameters, n_rows, plan.schema,
                            files, digests)
-            commit_directory(staging, target, overwrite=overwrite,
-                             replaceable=require_replaceable_release)
+            commit_release(staging, target, overwrite=overwrite)
         self.saved = target
         return target
 

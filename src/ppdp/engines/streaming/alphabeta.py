@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ppdp.io.storage import commit_directory, staged_directory
+from ppdp.io.storage import staged_directory
 from ppdp.mechanisms.alphabeta.draws import Piece
 from ppdp.mechanisms.alphabeta.release import AlphaBetaRelease, even_parts
 from ppdp.mechanisms.alphabeta.views import ViewSequence, reported, silent
@@ -20,8 +20,8 @@ from ppdp.plan.order import in_release_order, part_count, part_of, split_parts
 from ppdp.randomness import RandomState
 from ppdp.release.arrow import rows_to_arrow
 from ppdp.release.format import part_names
-from ppdp.release.target import check_target, require_replaceable_release
-from ppdp.release.write import write_metadata, write_parquet, write_parts
+from ppdp.release.target import check_target
+from ppdp.release.write import commit_release, write_metadata, write_parquet, write_parts
 from ppdp.table.source import DEFAULT_BATCH_ROWS, TableSource
 from ppdp.table.table import Table
 
@@ -122,8 +122,5 @@ def write_view(views: ViewSequence, directory: str | os.PathLike[str], *,
         write_metadata(staging, AlphaBetaRelease.mechanism, parameters, spill.rows, schema,
                        files, digests)
         views.record_view(view, published)
-        if before_commit is not None:
-            before_commit()
-        commit_directory(staging, target, overwrite=overwrite,
-                         replaceable=require_replaceable_release)
+        commit_release(staging, target, overwrite=overwrite, before_commit=before_commit)
     return target

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from ppdp.data.schema import Role, Schema
 from ppdp.engines.blocks import counts_rows, publish_one_block, write_part
-from ppdp.io.storage import commit_directory, staged_directory
+from ppdp.io.storage import staged_directory
 from ppdp.mechanisms.base import GroupMechanism
 from ppdp.plan import blocks
 from ppdp.plan.blocks import (
@@ -37,8 +37,8 @@ from ppdp.query.row_counts import RowCounter
 from ppdp.randomness import RandomState
 from ppdp.release.base import Release
 from ppdp.release.format import part_names
-from ppdp.release.target import check_target, require_replaceable_release
-from ppdp.release.write import write_metadata, write_row_counts
+from ppdp.release.target import check_target
+from ppdp.release.write import commit_release, write_metadata, write_row_counts
 from ppdp.table.source import DEFAULT_BATCH_ROWS, Batch, Source
 from ppdp.table.table import Table
 
@@ -91,10 +91,7 @@ def publish_blocks(mechanism: GroupMechanism, source: Source,
         write_row_counts(staging, counter.table(), listed, digests)
         write_metadata(staging, described[0], parameters, n_rows, described[1], listed,
                        digests)
-        if before_commit is not None:
-            before_commit()
-        commit_directory(staging, target, overwrite=overwrite,
-                         replaceable=require_replaceable_release)
+        commit_release(staging, target, overwrite=overwrite, before_commit=before_commit)
     return target
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from ppdp.io.storage import commit_directory, staged_directory
+from ppdp.io.storage import staged_directory
 from ppdp.mechanisms.base import Progress
 from ppdp.mechanisms.mondrian import steps
 from ppdp.mechanisms.mondrian.covers import ROWS, Covers
@@ -41,8 +41,8 @@ from ppdp.plan.keyed import KeyedStream, make_key
 from ppdp.plan.order import part_count, part_of
 from ppdp.randomness import RandomState
 from ppdp.release.format import part_names
-from ppdp.release.target import check_target, require_replaceable_release
-from ppdp.release.write import write_parquet
+from ppdp.release.target import check_target
+from ppdp.release.write import commit_release, write_parquet
 from ppdp.table.source import DEFAULT_BATCH_ROWS, Source
 
 
@@ -107,10 +107,7 @@ def _publish_hybrid(setup: MondrianSetup, k: int, l: int, diversity: str,  # noq
                 setup, covers, generalized, by_part.take(index)))
             report("writing parts", index + 1, parts)
         write_release(staging, setup, k, l, diversity, n_rows, generalized, digests)
-        if before_commit is not None:
-            before_commit()
-        commit_directory(staging, target, overwrite=overwrite,
-                         replaceable=require_replaceable_release)
+        commit_release(staging, target, overwrite=overwrite, before_commit=before_commit)
     return target
 
 

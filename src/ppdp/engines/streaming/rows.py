@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ppdp.io.storage import commit_directory, staged_directory
+from ppdp.io.storage import staged_directory
 from ppdp.plan.keyed import make_key
 from ppdp.plan.order import in_release_order, part_count, part_of, row_ranks
 from ppdp.plan.rows import RowPlan, in_halves
@@ -38,8 +38,14 @@ from ppdp.query.row_counts import RowCounter
 from ppdp.randomness import RandomState
 from ppdp.release.arrow import rows_to_arrow
 from ppdp.release.format import part_names
-from ppdp.release.target import check_target, require_replaceable_release
-from ppdp.release.write import write_metadata, write_parquet, write_parts, write_row_counts
+from ppdp.release.target import check_target
+from ppdp.release.write import (
+    commit_release,
+    write_metadata,
+    write_parquet,
+    write_parts,
+    write_row_counts,
+)
 from ppdp.table.source import DEFAULT_BATCH_ROWS, Source
 
 if TYPE_CHECKING:
@@ -87,10 +93,7 @@ def publish_rows_streaming(mechanism: RowMechanism, source: Source,
             files[stem] = write_parts(staging, stem, table, digests)
         write_metadata(staging, plan.mechanism, plan.parameters, n_rows, plan.schema, files,
                        digests)
-        if before_commit is not None:
-            before_commit()
-        commit_directory(staging, target, overwrite=overwrite,
-                         replaceable=require_replaceable_release)
+        commit_release(staging, target, overwrite=overwrite, before_commit=before_commit)
     return target
 
 
