@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,8 +9,6 @@ import typer
 from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
-
-from ppdp.jsonable import json_ready
 
 
 def out() -> Console:
@@ -21,6 +18,11 @@ def out() -> Console:
 
 def echo_json(data: Any) -> None:
     """Print ``data`` as one line of strict JSON."""
+    # Imported here, not at start-up: `ppdp --help` has no JSON to print.
+    import json
+
+    from ppdp.jsonable import json_ready
+
     typer.echo(json.dumps(json_ready(data), allow_nan=False))
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -267,6 +266,8 @@ def _print_saved_summary(mechanism: Mechanism, data: _Read, target: Path, *,
     """The summary of a release just written, from its release.json (loading the release
     would read every part again)."""
     # Imported here, not at start-up: the release format loads pyarrow.
+    import json
+
     from ppdp.release.format import METADATA_FILE
 
     metadata = json.loads((target / METADATA_FILE).read_text())
