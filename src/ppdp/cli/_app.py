@@ -1,7 +1,8 @@
 """The typer application of the ``ppdp`` command, and how a command's expected errors end: one
 red ``error: ...`` line on standard error and exit code 2, without a traceback."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer reads every command's options from the
+# annotations at each start, and would compile each one from a string (ppdp --help).
 
 import functools
 import itertools

@@ -1,7 +1,8 @@
 """``ppdp attack``: the known attacks on a release, against the table it was published
 from."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer reads every command's options from the
+# annotations at each start, and would compile each one from a string (ppdp --help).
 
 from collections.abc import Mapping
 from pathlib import Path

@@ -1,6 +1,7 @@
 """``ppdp compare``: every mechanism at one privacy level on the user's table and queries."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer reads every command's options from the
+# annotations at each start, and would compile each one from a string (ppdp --help).
 
 import math
 from pathlib import Path

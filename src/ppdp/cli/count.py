@@ -1,7 +1,8 @@
 """``ppdp count``: a count query answered from a release (estimated) or on data (exact, or
 with Laplace noise)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer reads every command's options from the
+# annotations at each start, and would compile each one from a string (ppdp --help).
 
 import contextlib
 from collections.abc import Sequence
@@ -102,7 +103,7 @@ _EXACT_REFUSALS = {
 
 def _count(source: str, query: str, *, mechanism: str | None, param: Sequence[str] | None,
            seed: int | None, estimator: str | None, engine: str, batch_rows: int,
-           options: dict[str, Any]) -> Estimate | GroupedEstimate:
+           options: dict[str, Any]) -> "Estimate | GroupedEstimate":
     """The answer of `count`: estimated from a release, or exact (or noisy) on data read with
     ``options`` (`reading`'s)."""
     path = Path(source)
@@ -127,7 +128,7 @@ def _count(source: str, query: str, *, mechanism: str | None, param: Sequence[st
                        batch_rows=batch_rows, options=options)
 
 
-def _laplace(mechanism: str, param: Sequence[str] | None) -> Mechanism:
+def _laplace(mechanism: str, param: Sequence[str] | None) -> "Mechanism":
     """The mechanism of --mechanism with its -p parameters: laplace, the one that answers on
     data (the others publish a release to count on)."""
     # Imported here, not at start-up: the mechanisms load numpy.
@@ -141,9 +142,9 @@ def _laplace(mechanism: str, param: Sequence[str] | None) -> Mechanism:
     return mechanism_class.from_params(parse_params(param))
 
 
-def _count_data(source: str, query: str, instance: Mechanism | None, *, seed: int | None,
+def _count_data(source: str, query: str, instance: "Mechanism | None", *, seed: int | None,
                 engine: str, batch_rows: int, options: dict[str, Any]
-                ) -> Estimate | GroupedEstimate:
+                ) -> "Estimate | GroupedEstimate":
     """The exact answer on a data file or bundled dataset, or the answer of ``instance``'s
     session over it, on the engine chosen for it."""
     # Imported here, not at start-up: the engines load numpy and pyarrow.
@@ -164,7 +165,7 @@ def _count_data(source: str, query: str, instance: Mechanism | None, *, seed: in
 
 
 def _count_release(path: Path, source: str, query: str, estimator: str | None, engine: str
-                   ) -> Estimate | GroupedEstimate:
+                   ) -> "Estimate | GroupedEstimate":
     """A release's answer to a count query: counted where --engine says when the engine works
     elsewhere (Spark: in its session, started for the count and stopped after); in this
     process as `load_release` chooses, since --engine memory and streaming say how a data
@@ -179,8 +180,8 @@ def _count_release(path: Path, source: str, query: str, estimator: str | None, e
         return _estimate(release, source, query, estimator)
 
 
-def _estimate(release: Release, source: str, query: str, estimator: str | None
-              ) -> Estimate | GroupedEstimate:
+def _estimate(release: "Release", source: str, query: str, estimator: str | None
+              ) -> "Estimate | GroupedEstimate":
     """A release's answer to a count query, with the SPLU-Gen estimator asked for, if any."""
     if estimator is not None:
         # Imported here, not at start-up: a release's estimators load numpy.
@@ -196,7 +197,7 @@ def _estimate(release: Release, source: str, query: str, estimator: str | None
     return release.count(query)
 
 
-def _print_answer(answer: Estimate | GroupedEstimate) -> None:
+def _print_answer(answer: "Estimate | GroupedEstimate") -> None:
     # Imported here, not at start-up: estimates load numpy.
     from ppdp.estimate import Estimate
 

@@ -1,6 +1,7 @@
 """``ppdp demo``: the SPLU-Gen paper's comparison on the bundled Adult table."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer reads every command's options from the
+# annotations at each start, and would compile each one from a string (ppdp --help).
 
 from pathlib import Path
 from typing import Annotated

@@ -1,6 +1,7 @@
 """``ppdp guarantee``: the privacy (and utility) guarantee of a mechanism."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer reads every command's options from the
+# annotations at each start, and would compile each one from a string (ppdp --help).
 
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, cast

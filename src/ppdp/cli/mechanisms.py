@@ -1,6 +1,7 @@
 """``ppdp mechanisms``: the registered mechanisms and their parameters."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer reads every command's options from the
+# annotations at each start, and would compile each one from a string (ppdp --help).
 
 from rich.table import Table as RichTable
 from rich.text import Text

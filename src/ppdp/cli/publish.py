@@ -1,7 +1,8 @@
 """``ppdp publish``: a table published with a mechanism, on the engine chosen for it, into a
 release directory."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: typer reads every command's options from the
+# annotations at each start, and would compile each one from a string (ppdp --help).
 
 import contextlib
 import inspect
@@ -173,7 +174,7 @@ class _Shown:
     hears how far each pass of an engine that reads in batches has got."""
 
     def __init__(self, update: Callable[[str], object] = lambda step: None,
-                 progress: Progress | None = None) -> None:
+                 progress: "Progress | None" = None) -> None:
         self.update = update
         self.progress = progress
 
@@ -255,13 +256,13 @@ class _Read(Protocol):
     dropped."""
 
     @property
-    def schema(self) -> Schema: ...
+    def schema(self) -> "Schema": ...
 
     @property
     def dropped_rows(self) -> int: ...
 
 
-def _print_saved_summary(mechanism: Mechanism, data: _Read, target: Path, *,
+def _print_saved_summary(mechanism: "Mechanism", data: _Read, target: Path, *,
                          seeded: bool) -> None:
     """The summary of a release just written, from its release.json (loading the release
     would read every part again)."""
