@@ -440,6 +440,75 @@ def test_publish_engine_is_checked(tmp_path):
         in result.output
 
 
+def test_auto_reads_large_files_in_batches(tmp_path, monkeypatch):
+    """--engine auto streams a file of STREAMING_FILE_BYTES or more, or one more than an eighth
+    of the memory available, and reads the others whole; the help gives the size."""
+    import ppdp.engines.streaming.engine
+    import ppdp.plan.engine
+
+    commands = typer.main.get_command(app).commands
+    help_text = next(param.help for param in commands["publish"].params
+                     if param.name == "engine")
+    assert f"{ppdp.plan.engine.STREAMING_FILE_BYTES >> 20} MB or more" in help_text
+    source = tmp_path / "adult.parquet"
+    write_table(ppdp.datasets.adult().to_arrow(), source)
+    streaming = ppdp.engines.streaming.engine.ENGINE
+    opened = []
+    monkeypatch.setattr(streaming, "open", lambda data, **options: opened.append(data) or
+                        type(streaming).open(streaming, data, **options))
+    size = source.stat().st_size
+    cases = [(size, None, True), (size + 1, None, False), (size + 1, 8 * size - 1, True),
+             (size + 1, 8 * size, False)]
+    for i, (threshold, available, streamed) in enumerate(cases):
+        monkeypatch.setattr(ppdp.plan.engine, "STREAMING_FILE_BYTES", threshold)
+        monkeypatch.setattr(ppdp.plan.engine, "available_memory",
+                            lambda available=available: available)
+        opened.clear()
+        ok("publish", source, "-m", "dbr", "-s", "occupation", OBSERVED, "--seed", 1,
+           "-o", tmp_path / f"r{i}")
+        assert bool(opened) == streamed, (threshold, available)
+    for i in range(1, len(cases)):
+        for path in (tmp_path / "r0").iterdir():
+            assert path.read_bytes() == (tmp_path / f"r{i}" / path.name).read_bytes()
+
+
+def test_an_engine_registered_later_needs_no_change_here(tmp_path, monkeypatch):
+    """The command line runs any registered engine through the engine protocol: one that
+    works elsewhere is said to, and publishes and counts as its protocol says."""
+    import sys
+
+    import ppdp.plan.engine
+
+    module = tmp_path / "elsewhere_engine.py"
+    module.write_text(
+        "import contextlib\n"
+        "from ppdp.engines.memory.engine import MemoryEngine\n"
+        "class Elsewhere(MemoryEngine):\n"
+        "    name = 'elsewhere'\n"
+        "    @contextlib.contextmanager\n"
+        "    def command(self):\n"
+        "        yield 'elsewhere, on a test double'\n"
+        "ENGINE = Elsewhere()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(ppdp.plan.engine.ENGINE_MODULES, "elsewhere", "elsewhere_engine")
+    try:
+        common = ["publish", "adult", "-m", "splu", "-s", "occupation", "-p", "gamma=4",
+                  "--seed", 2]
+        result = invoke(*common, "--engine", "elsewhere", "-o", tmp_path / "there")
+        assert result.exit_code == 0, result.output
+        assert "publishing elsewhere, on a test double" in result.stderr
+        ok(*common, "--engine", "memory", "-o", tmp_path / "here")
+        for path in (tmp_path / "here").iterdir():
+            assert path.read_bytes() == (tmp_path / "there" / path.name).read_bytes()
+        query = "occupation = 'Sales' AND sex = 'Male'"
+        assert ok("count", tmp_path / "there", query, "--engine", "elsewhere", "--json") == \
+            ok("count", tmp_path / "here", query, "--json")
+        fails("count", "adult", query, "--engine", "elsewhere",
+              match="--engine elsewhere counts with --mechanism laplace")
+    finally:
+        sys.modules.pop("elsewhere_engine", None)
+
+
 def test_alphabeta_views_streamed_are_the_views_in_memory(tmp_path, monkeypatch):
     """Views 1 and 2 of a file through --engine streaming, with their private state, are the
     files --engine memory writes with the same seeds; the third view is refused (v = 2)."""

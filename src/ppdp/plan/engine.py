@@ -13,9 +13,10 @@ A mechanism declares the shape of its plan (``plan_shape``, DESIGN "Plans and en
 
 An engine runs every shape on the data it takes (`Engine`): the memory engine a `Table` (the
 reference), the streaming engine a `Source` read in batches (or a polars LazyFrame), the Spark
-engine a Spark DataFrame. `publish` picks the engine (`engine_for`): the only place where that
-is decided. Engines register here by name (`ENGINE_MODULES`, `register_engine`) and are imported
-when first asked for: nothing below `ppdp.engines` imports one.
+engine a Spark DataFrame. `publish` picks the engine (`engine_for`), and `choose_engine` the
+engine that reads a file or folder given by name (``auto``: by its size): the only places
+where that is decided. Engines register here by name (`ENGINE_MODULES`, `register_engine`) and
+are imported when first asked for: nothing below `ppdp.engines` imports one.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from ppdp.plan.resources import available_memory
 from ppdp.randomness import RandomState
 
 PLAN_SHAPES = ("rows", "blocks", "steps", "session")
@@ -38,6 +41,9 @@ ENGINE_MODULES: dict[str, str] = {
 }
 """The module of each engine by name, in the order `engine_for` asks them whether they take
 some data; each module's ``ENGINE`` is the engine."""
+
+STREAMING_FILE_BYTES = 512 << 20
+"""Files at least this large are read by the streaming engine under ``auto`` (`choose_engine`)."""
 
 
 class Planned(Protocol):
@@ -68,8 +74,28 @@ class Engine(Protocol):
 
     name: str
 
+    batched: bool
+    """Whether the engine reads its input batch by batch: ``open`` and the ``publish_*``
+    methods then take ``batch_rows``, and the ``publish_*`` methods and its views'
+    ``publish_to`` a ``progress(stage, done, total)`` callback told how far each pass has
+    got."""
+
     def takes(self, data: object) -> bool:
         """Whether this engine publishes ``data`` as it is (`engine_for` asks)."""
+        ...
+
+    def read_options(self, source: str | os.PathLike[str], **options: Any) -> dict[str, Any]:
+        """Of ``options`` for reading ``source``, an input given by name (a file, a folder or
+        a bundled dataset, `ppdp.datasets`) with `ppdp.io.read_table`'s options and
+        ``batch_rows``, those that ``open`` takes; an input or an option this engine cannot
+        honour is refused in one line, before any work."""
+        ...
+
+    def command(self) -> AbstractContextManager[str | None]:
+        """What the engine holds for the length of one command (Spark: its session, started
+        when none is active and stopped after, a failure inside Spark turned into one line);
+        it gives where the work runs when that is not this process, to tell the user
+        (``"on Spark, master local[*]"``), else None."""
         ...
 
     def open(self, data: Any, **options: Any) -> Any:
@@ -154,6 +180,31 @@ def get_engine(name: str) -> Engine:
     return engine
 
 
+def engine_choices() -> tuple[str, ...]:
+    """The names `choose_engine` takes: ``auto`` and every registered engine."""
+    return ("auto", *ENGINE_MODULES)
+
+
+def choose_engine(name: str, source: str | os.PathLike[str]) -> str:
+    """The engine that reads ``source``, a file or folder, or a bundled dataset's name: the
+    one ``name`` names, or for ``auto`` the streaming engine for a file of
+    `STREAMING_FILE_BYTES` or more or more than an eighth of the memory available, else the
+    memory engine."""
+    if name not in engine_choices():
+        raise ValueError(f"engine must be one of {', '.join(engine_choices())}, not {name!r}")
+    if name != "auto":
+        return name
+    path = Path(source)
+    if not path.is_file():
+        return "memory"
+    size = path.stat().st_size
+    available = available_memory()
+    # A table in memory takes several times its compressed file while it is read and copied.
+    if size >= STREAMING_FILE_BYTES or (available is not None and 8 * size > available):
+        return "streaming"
+    return "memory"
+
+
 def engine_for(data: object, name: str | None = None) -> Engine:
     """The engine that publishes ``data``: the one named, else the first registered that takes
     it (a Table: memory; a Source or a polars LazyFrame: streaming; a Spark DataFrame:
@@ -185,6 +236,8 @@ def publish(mechanism: Planned, data: Any, *, engine: str | None = None,
     if shape == "steps":
         return runner.publish_steps(mechanism, data, random_state=random_state, **options)
     if shape == "session":
+        # A session counts when it is asked, so there is no progress to report.
+        options.pop("progress", None)
         batch_rows = options.pop("batch_rows", None)
         return mechanism.session(runner.open(data, **options),  # type: ignore[attr-defined]
                                  random_state=random_state, batch_rows=batch_rows)

@@ -74,12 +74,13 @@ def test_spark_engine_refusals(spark, tmp_path):
 def test_a_spark_failure_is_one_error_line(spark, tmp_path, monkeypatch):
     from pyspark.errors import PySparkRuntimeError
 
-    import ppdp.engines.spark
+    import ppdp.engines.spark.engine
 
     def failing(*args, **kwargs):
         raise PySparkRuntimeError("PYTHON_EXCEPTION", {})
 
-    monkeypatch.setattr(ppdp.engines.spark, "publish", failing)
+    # dbr's rows, published in Spark tasks, fail there.
+    monkeypatch.setattr(ppdp.engines.spark.engine, "publish_rows", failing)
     parquet = tmp_path / "t.parquet"
     pq.write_table(pa.table({"a": [1, 2], "b": [3, 4]}), parquet)
     result = CliRunner().invoke(app, ["publish", str(parquet), "-m", "dbr", "-s", "b",

@@ -3,11 +3,15 @@ release read whole into memory to count from."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from ppdp.datasets import NAMES as DATASETS
+from ppdp.datasets import load as load_dataset
 from ppdp.engines.memory.rows import execute_in_memory
 from ppdp.io.read import read_table
 from ppdp.mechanisms.alphabeta.views import ViewSequence
@@ -39,18 +43,35 @@ class MemoryEngine:
     tables read into memory."""
 
     name = "memory"
+    batched = False
 
     def takes(self, data: object) -> bool:
         return isinstance(data, Table)
 
+    def read_options(self, source: str | os.PathLike[str], **options: Any) -> dict[str, Any]:
+        """A file, or a bundled dataset by name where no file has that name; the table is
+        read whole, so ``batch_rows`` does not apply."""
+        if not Path(source).exists() and not is_dataset_name(source):
+            raise FileNotFoundError(f"{str(source)!r} is neither a file nor a bundled dataset; "
+                                    f"bundled datasets: {', '.join(DATASETS)}")
+        options.pop("batch_rows", None)
+        return options
+
+    def command(self) -> AbstractContextManager[str | None]:
+        """Nothing to hold: the work runs in this process."""
+        return contextlib.nullcontext()
+
     def open(self, data: Any, **options: Any) -> Table:
-        """A Table: ``data`` itself, or a file or data frame read whole with
-        `ppdp.io.read_table` and ``options``."""
+        """A Table: ``data`` itself, a bundled dataset by name where no file has that name
+        (`open_dataset`), or a file or data frame read whole with `ppdp.io.read_table` and
+        ``options``."""
         if isinstance(data, Table):
             if options:
                 raise TypeError(f"options {sorted(options)} apply to data read into a table, "
                                 f"not to a Table")
             return data
+        if is_dataset_name(data):
+            return open_dataset(data, **options)
         return read_table(data, **options)
 
     def publish_rows(self, mechanism: RowMechanism, data: Any, *,
@@ -94,6 +115,26 @@ class MemoryEngine:
              constants: Sequence[str] = (), digests: Mapping[Any, str] | None = None,
              row_counts: Any = None) -> Any:
         raise NotImplementedError("the memory engine reads every table of a release")
+
+
+def is_dataset_name(data: object) -> bool:
+    """Whether ``data`` is the name of a bundled dataset (`ppdp.datasets.NAMES`) that names no
+    file."""
+    return (isinstance(data, str) and data.strip().lower() in DATASETS
+            and not Path(data).exists())
+
+
+def open_dataset(name: str, *, sensitive: Any = None, quasi_identifiers: Any = None,
+                 domains: Mapping[str, Any] | None = None, observed_domains: bool = False,
+                 **reading: Any) -> Table:
+    """A bundled dataset with its roles, ``domains`` declared over its own and, with
+    ``observed_domains``, the values present declared public where no domain is; its
+    bundled file is read as it is, so the rules for reading a file (``reading``: separator,
+    missing values, encoding) do not apply."""
+    table = load_dataset(name, sensitive=sensitive, quasi_identifiers=quasi_identifiers)
+    if domains:
+        table = table.with_domains(domains)
+    return table.declare_observed_domains() if observed_domains else table
 
 
 ENGINE = MemoryEngine()

@@ -3,8 +3,9 @@ saved releases counted with Spark aggregations over their files."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,9 @@ from ppdp.engines.spark.mondrian_count import load_mondrian
 from ppdp.engines.spark.rows import publish_rows
 from ppdp.engines.spark.session import (
     ROW_ID,
+    SparkFailedError,
     SparkUnavailableError,
+    failure_message,
     in_arrow_batches,
     read_parquet,
     require_pyspark,
@@ -74,9 +77,47 @@ class SparkEngine:
     ``save`` writes them) and counts a saved release with Spark aggregations."""
 
     name = "spark"
+    batched = False
 
     def takes(self, data: object) -> bool:
         return is_spark_frame(data) or isinstance(data, SparkSource)
+
+    def read_options(self, source: str | os.PathLike[str], **options: Any) -> dict[str, Any]:
+        """A Parquet file or a folder of Parquet files, with its roles and domains: Parquet has
+        no text to parse (the separator, encoding and non-numeric rules do not apply) and
+        Spark cuts it into batches of its own; rows with missing values are refused, not
+        dropped."""
+        if options.get("missing") == "drop":
+            raise ValueError("--engine spark does not drop rows with missing values; drop or "
+                             "fill them in Spark first")
+        path = Path(source)
+        if not (path.is_dir() or path.suffix.lower() == ".parquet"):
+            raise ValueError(f"--engine spark reads a Parquet file or a folder of Parquet "
+                             f"files; {str(source)!r} is not one")
+        if not path.exists():
+            raise FileNotFoundError(f"no such file or folder: {source}")
+        taken = ("sensitive", "quasi_identifiers", "domains", "row_id", "observed_domains")
+        return {name: options[name] for name in taken if name in options}
+
+    @contextlib.contextmanager
+    def command(self) -> Iterator[str]:
+        """The active Spark session, or one started for the command and stopped after (on its
+        master: `spark_session`); a failure inside Spark (a task's Python error, a lost
+        executor) becomes a `SparkFailedError` of one line."""
+        require_pyspark()
+        # pyspark is optional: imported once require_pyspark has found it.
+        from pyspark.errors import PySparkException
+        from pyspark.sql import SparkSession
+
+        started = SparkSession.getActiveSession() is None
+        try:
+            yield f"on Spark, master {spark_session().sparkContext.master}"
+        except PySparkException as exc:
+            raise SparkFailedError(f"Spark failed: {failure_message(exc)}") from None
+        finally:
+            active = SparkSession.getActiveSession()
+            if started and active is not None:
+                active.stop()
 
     @in_arrow_batches
     def open(self, data: Any, *, sensitive: Sequence[str] | str | None = None,

@@ -3,8 +3,10 @@ any `ppdp.table.source.Source`) published into a release directory in bounded me
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -64,9 +66,21 @@ class StreamingEngine:
     (`ScanCube`)."""
 
     name = "streaming"
+    batched = True
 
     def takes(self, data: object) -> bool:
         return is_source(data) or is_lazy_frame(data)
+
+    def read_options(self, source: str | os.PathLike[str], **options: Any) -> dict[str, Any]:
+        """A CSV or Parquet file (scanned in batches), with every reading option."""
+        if not Path(source).is_file():
+            raise ValueError(f"--engine streaming reads a CSV or Parquet file; {str(source)!r} "
+                             f"is not one")
+        return options
+
+    def command(self) -> AbstractContextManager[str | None]:
+        """Nothing to hold: the work runs in this process."""
+        return contextlib.nullcontext()
 
     def open(self, data: Any, **options: Any) -> Source:
         """A Source: ``data`` itself, a Table's rows in batches, or a file or LazyFrame opened

@@ -1,0 +1,30 @@
+"""The ``ppdp`` command line: publish releases, answer count queries, show guarantees, run the demo.
+
+Every expected failure (a ppdp error, a bad value, a missing or existing file) ends in one red
+``error: ...`` line on standard error and exit code 2, without a traceback (`_app`).
+
+One module per command; `_app` holds the typer application and the error handling, `_options`
+the options the commands share and the reading of the data they name, `_output` how they
+print. The commands import what they need when they run, so that ``ppdp --help`` and argument
+errors answer at once, without numpy, pyarrow or the mechanisms.
+"""
+
+from ppdp.cli import (
+    attack,
+    compare,
+    count,
+    demo,
+    evaluate,
+    guarantee,
+    mechanisms,
+    publish,
+    risk,
+)
+from ppdp.cli._app import app, main
+
+__all__ = ["app", "main"]
+
+# The commands, in the order `ppdp --help` lists them.
+for _command in (publish.publish, count.count, guarantee.guarantee, risk.risk, attack.attack,
+                 evaluate.evaluate, compare.compare, mechanisms.mechanisms, demo.demo):
+    app.command()(_command)

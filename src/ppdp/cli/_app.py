@@ -1,0 +1,126 @@
+"""The typer application of the ``ppdp`` command, and how a command's expected errors end: one
+red ``error: ...`` line on standard error and exit code 2, without a traceback."""
+
+# No `from __future__ import annotations`: typer reads every command's options from the
+# annotations at each start, and would compile each one from a string (ppdp --help).
+
+import functools
+import itertools
+import os
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, NoReturn, ParamSpec, TypeVar
+
+import typer
+import typer.core
+from rich.console import Console
+from rich.text import Text
+
+from ppdp.errors import PpdpError
+
+EXIT_ERROR = 2
+HANDLED = (PpdpError, ValueError, OSError)
+"""The errors a command expects: each ends in its one ``error:`` line."""
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _Group(typer.core.TyperGroup):
+    """The ppdp commands, with their flags shown as flags (no ``<bool>`` value type) and a
+    flag given a value (``--drop-missing true``) answered with how to write it."""
+
+    # click's types (Context, Parameter): typer vendors click in some versions and depends on
+    # it in others, so they are left as Any.
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _plain_flags(super().get_params(ctx))
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None:
+            _refuse_flag_values(_plain_flags(command.get_params(ctx)), rest)
+        return name, command, rest
+
+
+def _plain_flags(params: list[Any]) -> list[Any]:
+    """The parameters, flags given an empty metavar: typer's help would show ``<bool>``, as
+    if a flag took a value."""
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+def _refuse_flag_values(params: list[Any], args: Sequence[str]) -> None:
+    """One error line for ``--flag true`` or ``--flag false``, which the parser would reject
+    as an unexpected argument (an argument that names an existing file is left to it)."""
+    flags = {name for param in params if getattr(param, "is_flag", False)
+             for name in param.opts}
+    for option, value in itertools.pairwise(args):
+        if option == "--":
+            return
+        if option in flags and value.lower() in ("true", "false") \
+                and not os.path.lexists(value):
+            fail(f"{option} is a flag and takes no value: write {option} to turn it on, or "
+                 f"leave it out for off (got '{option} {value}')")
+
+
+app = typer.Typer(
+    cls=_Group,
+    name="ppdp",
+    help="Privacy-preserving publishing of microdata (SPLU-Gen, small domain randomization, "
+         "alpha-beta, FRAPP, ambiguity, Mondrian, Anatomy, DBR, Laplace counts), estimation of "
+         "count queries from the published data, and measured disclosure risk.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+def main() -> None:
+    """Entry point of the ``ppdp`` command."""
+    app(prog_name="ppdp")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        # Imported here, not at start-up: only --version needs it.
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("ppdp")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            from ppdp import __version__ as number
+        typer.echo(f"ppdp {number}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    show_version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_print_version,
+        help="print the version of ppdp and exit")] = False,
+) -> None:
+    """Options that come before the command."""
+
+
+def fail(message: str) -> NoReturn:
+    """End the command with one red ``error:`` line on standard error and exit code 2."""
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    line = " ".join(str(message).split())
+    console.print(Text("error: ", style="bold red") + Text(line, style="red"))
+    raise typer.Exit(EXIT_ERROR)
+
+
+def handle_errors(function: Callable[P, R]) -> Callable[P, R]:
+    """Turn the expected errors of a command into one ``error:`` line and exit code 2."""
+
+    @functools.wraps(function)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return function(*args, **kwargs)
+        except MemoryError:
+            fail("not enough memory for this work; use a smaller table or a machine with "
+                 "more memory")
+        except HANDLED as exc:
+            fail(str(exc) or type(exc).__name__)
+
+    return wrapper

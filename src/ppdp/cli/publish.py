@@ -1,0 +1,294 @@
+"""``ppdp publish``: a table published with a mechanism, on the engine chosen for it, into a
+release directory."""
+
+# No `from __future__ import annotations`: typer reads every command's options from the
+# annotations at each start, and would compile each one from a string (ppdp --help).
+
+import contextlib
+import inspect
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, cast
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from ppdp.cli._app import handle_errors
+from ppdp.cli._options import (
+    SEED_HELP,
+    STREAMING_MB,
+    DropMissing,
+    Encoding,
+    NonNumeric,
+    Separator,
+    check_engine,
+    declared_domains,
+    parse_params,
+    reading,
+)
+from ppdp.cli._output import out, parameters_text
+
+if TYPE_CHECKING:
+    from ppdp.data.schema import Schema
+    from ppdp.mechanisms.base import Mechanism, Progress
+
+
+@handle_errors
+def publish(
+    source: Annotated[str, typer.Argument(help="CSV or Parquet file, or a bundled dataset name "
+                                               "(adult)")],
+    mechanism: Annotated[str, typer.Option("--mechanism", "-m",
+                                           help="mechanism name (see ppdp mechanisms)")],
+    output: Annotated[Path, typer.Option("--output", "-o",
+                                         help="release directory to create")],
+    sensitive: Annotated[str | None, typer.Option(
+        "--sensitive", "-s", help="sensitive column(s), comma-separated (alphabeta and frapp "
+                                  "treat every column as an attribute of the tuple)")] = None,
+    qi: Annotated[str | None, typer.Option(
+        "--qi", help="quasi-identifier columns, comma-separated (default: every "
+                     "non-sensitive column; others are left out)")] = None,
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", "-p", help="mechanism parameter key=value (repeatable)")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help=SEED_HELP)] = None,
+    drop_missing: DropMissing = False,
+    sep: Separator = None,
+    non_numeric: NonNumeric = "error",
+    encoding: Encoding = "utf-8",
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="replace an existing release directory (only a directory that "
+                            "holds a ppdp release and nothing else)")] = False,
+    state_dir: Annotated[Path | None, typer.Option(
+        "--state-dir", help="alphabeta: where the private state of the views of a table is "
+                            "kept (default: $PPDP_STATE_DIR, else ~/.local/state/ppdp); the "
+                            "views of a table are counted there, whatever the output")] = None,
+    hierarchies: Annotated[str | None, typer.Option(
+        "--hierarchies", help="folder of ARX hierarchy files (*hierarchy_<column>.csv, lines "
+                              "leaf;level1;...;*), or 'adult' for the bundled Adult "
+                              "hierarchies: their leaves are the declared domains; mondrian "
+                              "also generalizes by them")] = None,
+    domains_file: Annotated[Path | None, typer.Option(
+        "--domains", help="JSON file declaring public domains: {\"domains\": {\"age\": "
+                          "{\"min\": 0, \"max\": 120}, \"sex\": [\"F\", \"M\"]}}")] = None,
+    domain: Annotated[list[str] | None, typer.Option(
+        "--domain", help="declare one column's public domain: COL=MIN..MAX (integers) or "
+                         "COL=a,b,c (repeatable)")] = None,
+    observed_domains: Annotated[bool, typer.Option(
+        "--observed-domains", help="take the values present as the public domains of the "
+                                   "columns not declared otherwise: the release then reveals "
+                                   "which values occur in the data")] = False,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="memory (read the whole table), streaming (read the file in batches: "
+                         "memory bounded whatever its size), auto (streaming for files of "
+                         f"{STREAMING_MB} MB or more, or too large for the "
+                         "memory available) or spark (a Parquet file or folder on Spark: the "
+                         "master of the Spark configuration, else local[*])")] = "auto",
+    batch_rows: Annotated[int, typer.Option(
+        "--batch-rows", min=1, help="rows per batch of the streaming engine")] = 1 << 20,
+) -> None:
+    """Publish a table with a mechanism and save the release to a directory.
+
+    The release directory is written atomically: if anything fails, no
+    directory is left. Without --seed the randomness comes from OS entropy,
+    as a real release needs; --seed is for reproducible experiments only.
+
+    Examples:
+
+      ppdp publish adult -m splu -s occupation -p gamma=5 -o adult-splu
+      ppdp publish visits.csv -m anatomy -s disease --qi age,sex -p l=4 -o rel
+      ppdp publish data.parquet -m dbr -s diagnosis --drop-missing -o rel
+      ppdp publish adult -m alphabeta -p k=10 -p gamma=0.2 -o view1
+      ppdp publish adult -m ambiguity -s occupation -p alpha=0.1 -p beta=0.2 -o amb
+      ppdp publish adult -m mondrian -s occupation -p k=10 -p l=5 --hierarchies adult -o gen
+      ppdp publish adult -m mondrian -s occupation -p k=5 -p l=5 -p diversity=frequency -o gen
+      ppdp publish visits.csv -m splu -s disease --domains visits-domains.json -o rel
+      ppdp publish visits.csv -m dbr -s disease --domain disease=flu,cold,hiv -o rel
+
+    A release lists the domain of each column it publishes, so the domains
+    must be public: declared with --domains, --domain or --hierarchies (the
+    bundled adult declares its codebook's). Where the values present are
+    public anyway, --observed-domains takes them (the release then reveals
+    which values occur).
+
+    alphabeta keeps the private state that later views of the same table
+    need in one place per user (--state-dir, default ~/.local/state/ppdp),
+    keyed by the table, whatever the output folder; it is written before the
+    release appears. Publishing the same table again continues with
+    Algorithm 4 (view 2, 3, ... up to v) and must use the same parameters.
+    Keep that state private and do not delete it.
+    """
+    # Imported here, not at start-up: the mechanisms and engines load numpy and pyarrow.
+    from ppdp.data.hierarchy import read_hierarchies
+    from ppdp.mechanisms import get_mechanism
+    from ppdp.plan.engine import choose_engine, get_engine
+    from ppdp.release.target import require_replaceable_release
+
+    mechanism_class = get_mechanism(mechanism)
+    instance = mechanism_class.from_params(parse_params(param))
+    hierarchy_files = read_hierarchies(hierarchies) if hierarchies is not None else None
+    if hierarchy_files is not None and "hierarchies" in inspect.signature(
+            type(instance)).parameters:
+        # A mechanism that generalizes by hierarchies (Mondrian) takes them as a parameter.
+        rebuild = cast("Callable[..., Mechanism]", type(instance))
+        instance = rebuild(**instance.parameter_values, hierarchies=hierarchy_files)
+    declared = declared_domains(domains_file, domain, hierarchy_files)
+    if os.path.lexists(output):
+        if not overwrite:
+            raise FileExistsError(f"{output} already exists; choose another directory or pass "
+                                  f"--overwrite")
+        require_replaceable_release(output)
+    check_engine(engine)
+    runner = get_engine(choose_engine(engine, source))
+    read = runner.read_options(source, **reading(
+        sensitive=sensitive, qi=qi, drop_missing=drop_missing, sep=sep, domains=declared,
+        observed_domains=observed_domains, non_numeric=non_numeric, encoding=encoding),
+        batch_rows=batch_rows)
+    root = _state_root(state_dir) if instance.name == "alphabeta" else None
+    views: Any = None
+    with runner.command() as where, _shown(source, where=where, batched=runner.batched) as shown:
+        data = runner.open(source, **read)
+        shown.update(f"publishing {data.n_rows:,} rows with {instance.name}")
+        run = {"batch_rows": batch_rows, "progress": shown.progress} if runner.batched else {}
+        if root is not None:
+            views = runner.views(instance, data)
+            if runner.batched:
+                # The pass over the table's distinct tuples, shown before the view's own.
+                views.distinct(shown.progress)
+            state, target = _under_view_state(views, root, lambda commit: views.publish_to(
+                output, random_state=seed, overwrite=overwrite, before_commit=commit, **run))
+        else:
+            published = instance.publish(data, engine=runner.name, random_state=seed, **run)
+            shown.update(f"writing {output}")
+            target = published.save(output, overwrite=overwrite)
+    _print_saved_summary(instance, data, target, seeded=seed is not None)
+    if views is not None:
+        out().print(f"view {views.published} of at most v = {views.mechanism.v} of this "
+                    f"table (Algorithm 4 after the first); private state kept in {state}")
+
+
+class _Shown:
+    """What a publish shows while it runs: ``update`` says which step it is at, ``progress``
+    hears how far each pass of an engine that reads in batches has got."""
+
+    def __init__(self, update: Callable[[str], object] = lambda step: None,
+                 progress: "Progress | None" = None) -> None:
+        self.update = update
+        self.progress = progress
+
+
+@contextlib.contextmanager
+def _shown(source: str, *, where: str | None, batched: bool) -> Iterator[_Shown]:
+    """What a publish shows on standard error while it runs: where it runs, when that is
+    not this process (Spark shows its own progress); a bar per pass of an engine that reads
+    in batches; else a status line at each step (reading, publishing, writing)."""
+    # Imported here, not at start-up: rich's live display.
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+
+    from ppdp.progress import progress_bar, status
+
+    if where is not None:
+        Console(stderr=True, highlight=False).print(f"publishing {where}")
+        yield _Shown()
+    elif batched:
+        with progress_bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TimeRemainingColumn()) as bar:
+            task = bar.add_task(f"reading the domains of {source}", total=None)
+            tasks: dict[str, Any] = {}
+
+            def progress(stage: str, done: int, total: int) -> None:
+                if stage not in tasks:
+                    bar.update(task, visible=False)
+                    tasks[stage] = bar.add_task(stage, total=total)
+                bar.update(tasks[stage], completed=done)
+
+            yield _Shown(progress=progress)
+    else:
+        # A transient status line: reading, publishing and writing 10^7 rows take seconds.
+        with status(f"reading {source}") as line:
+            yield _Shown(update=line.update)
+
+
+def _state_root(state_dir: Path | None) -> Path:
+    """The folder of the private state of alpha-beta views (--state-dir, else one place per
+    user), made and checked writable before any work."""
+    # Imported here, not at start-up: the views load numpy.
+    from ppdp.mechanisms.alphabeta.views import default_state_root
+
+    root = state_dir if state_dir is not None else default_state_root()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        writable = os.access(root, os.W_OK | os.X_OK)
+    except OSError as exc:
+        raise ValueError(f"cannot use {root} for the private state of alpha-beta views: "
+                         f"{exc.strerror or exc}; pass --state-dir DIR") from None
+    if not writable:
+        raise ValueError(f"cannot write the private state of alpha-beta views to {root}; pass "
+                         f"--state-dir DIR (a folder you can write and keep private)")
+    return root
+
+
+def _under_view_state(views: Any, root: Path,
+                     publish: Callable[[Callable[[], object]], Path]) -> tuple[Path, Path]:
+    """Publish the next view of ``views`` (of any engine) under its table's state: the state
+    folder, keyed by the table's fingerprint, is locked for the whole publish so that
+    concurrent views are counted, resumed when it exists, and written before the release
+    appears (``publish(before_commit)``). The state folder and the release."""
+    # Imported here, not at start-up: storage and views load numpy.
+    from ppdp.io.storage import locked
+    from ppdp.mechanisms.alphabeta.views import state_directory
+
+    state = state_directory(root, views.fingerprint)
+    # A lock file of its own: the state's commit locks the root directory itself.
+    lock = root / "alphabeta.lock"
+    lock.touch(exist_ok=True)
+    with locked(lock):
+        if (state / "state.json").is_file():
+            views.resume(state)
+        target = publish(lambda: views.save_state(state))
+    return state, target
+
+
+class _Read(Protocol):
+    """What the summary of a publish shows of the data read: its columns and the rows
+    dropped."""
+
+    @property
+    def schema(self) -> "Schema": ...
+
+    @property
+    def dropped_rows(self) -> int: ...
+
+
+def _print_saved_summary(mechanism: "Mechanism", data: _Read, target: Path, *,
+                         seeded: bool) -> None:
+    """The summary of a release just written, from its release.json (loading the release
+    would read every part again)."""
+    # Imported here, not at start-up: the release format loads pyarrow.
+    import json
+
+    from ppdp.release.format import METADATA_FILE
+
+    metadata = json.loads((target / METADATA_FILE).read_text())
+    published = {column["name"] for column in metadata["schema"]}
+    console = out()
+    console.print(Text.assemble(("published ", "bold green"), (mechanism.name, "bold"),
+                                f" release of {metadata['n_rows']} rows to {target}"))
+    console.print(f"mechanism:  {escape(mechanism.summary)}")
+    console.print(f"parameters: {escape(parameters_text(metadata['parameters']))}")
+    if data.dropped_rows:
+        console.print(f"dropped {data.dropped_rows} rows with missing values")
+    if seeded:
+        console.print("[yellow]seeded: reproducible, for experiments only[/yellow]")
+    columns = RichTable(title="columns")
+    columns.add_column("column")
+    columns.add_column("role")
+    columns.add_column("values", justify="right")
+    columns.add_column("published")
+    for column in data.schema.columns:
+        shown = column.name in published
+        columns.add_row(Text(column.name), column.role.value, str(column.size),
+                        "yes" if shown else "no (left out)")
+    console.print(columns)
