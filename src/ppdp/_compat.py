@@ -8,7 +8,6 @@ Installed by ``import ppdp`` as a finder of the old names only; nothing in ppdp 
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import sys
 import types
@@ -121,7 +120,10 @@ class _OldModule(types.ModuleType):
         return sorted(names)
 
 
-class _Loader(importlib.abc.Loader):
+class _Loader:
+    """Creates an old module (the import system needs only these two methods; the abstract
+    base class in importlib.abc would import importlib.resources at every start)."""
+
     def __init__(self, homes: Mapping[str, str], new: str) -> None:
         self.homes, self.new = homes, new
 
@@ -134,8 +136,9 @@ class _Loader(importlib.abc.Loader):
             module.__path__ = []  # its submodules moved too
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    """Finds the old module names, and only those."""
+class _Finder:
+    """Finds the old module names, and only those (a meta path finder needs only
+    ``find_spec``)."""
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
@@ -148,7 +151,9 @@ class _Finder(importlib.abc.MetaPathFinder):
             loader = _Loader(homes, " or ".join(SPLIT_MODULES[fullname]))
         else:
             return None
-        return importlib.machinery.ModuleSpec(fullname, loader)
+        # The stub of ModuleSpec asks for an importlib.abc.Loader; any object with its two
+        # methods serves the import system.
+        return importlib.machinery.ModuleSpec(fullname, loader)  # type: ignore[arg-type]
 
 
 def install() -> None:

@@ -123,8 +123,9 @@ class Engine(Protocol):
         writes the next view."""
         ...
 
-    def scanned(self, release_class: Any, stems: Iterable[str]) -> frozenset[str]:
-        """Of a saved release's file stems, those this engine counts from without reading them
+    def prepare_load(self, release_class: Any, stems: Iterable[str]) -> frozenset[str]:
+        """Get ready to load a release of ``release_class`` whose files have these stems (Spark:
+        find or start its session); the stems this engine counts from without reading them
         into memory (`load_release` passes their paths)."""
         ...
 

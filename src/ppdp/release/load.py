@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from ppdp.data.schema import Schema
 from ppdp.errors import ReleaseError, SchemaError
-from ppdp.plan.engine import ENGINE_MODULES, Engine, ScannedFiles, get_engine
+from ppdp.plan.engine import Engine, ScannedFiles, engine_choices, get_engine
 from ppdp.plan.registry import MECHANISM_MODULES, mechanism_module
 from ppdp.query.encoding import scan_engine_available
 from ppdp.query.row_counts import ROW_COUNTS
@@ -40,7 +40,7 @@ from ppdp.release.verify import verify_digests
 
 def load_engines() -> tuple[str, ...]:
     """The engines a release may be loaded with: ``auto`` and every registered engine."""
-    return ("auto", *ENGINE_MODULES)
+    return engine_choices()
 
 
 def counting_engine(name: str) -> Engine:

@@ -539,7 +539,7 @@ def test_alphabeta_views_streamed_are_the_views_in_memory(tmp_path, monkeypatch)
 
 # -- compare -----------------------------------------------------------------------------------
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def readme_commands(heading: str, command: str) -> list[list[str]]:
