@@ -104,7 +104,7 @@ def test_literals_compare_exactly_with_integer_columns(big: Table) -> None:
                                    "age = '40.0000000000000001'",
                                    "age IN (39, 40.0000000000000001)"])
 def test_an_inexact_literal_is_refused_in_one_line(big: Table, query: str) -> None:
-    with pytest.raises(QueryError, match="40.0000000000000001 is not exactly a 64-bit float"):
+    with pytest.raises(QueryError, match=r"40\.0000000000000001 is not exactly a 64-bit float"):
         big.count(query)
 
 

@@ -44,8 +44,9 @@ def _beyond_int64(digits: str) -> QueryError:
 def exact_number(digits: str) -> int | float:
     """The number ``digits`` spells (Python's float syntax), exactly: an int for digits only,
     else a float64 that is not a whole number the text is not; a QueryError otherwise (the
-    module doc), a ValueError for text that is not a number. Integers up to 2**63 in size pass: SQL reads -9223372036854775808 as the
-    negation of 9223372036854775808 (binding checks the range with `check_int64`)."""
+    module doc), a ValueError for text that is not a number. Integers up to 2**63 in size
+    pass: SQL reads -9223372036854775808 as the negation of 9223372036854775808 (binding
+    checks the range with `check_int64`)."""
     text = digits.strip()
     if _INTEGER.fullmatch(text):
         # Python refuses int() of more than 4,300 digits; any past 19 are out of range.
