@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ppdp.data.schema import list_names
 from ppdp.randomness import RandomState, make_rng
 from ppdp.release.base import Release
 from ppdp.risk import codes_in_release
@@ -74,12 +75,12 @@ def target_of(release: Release, table: Table, sensitive: str | None) -> str | No
     if sensitive is not None:
         if sensitive not in published:
             raise ValueError(f"the release does not publish {sensitive!r}; it publishes "
-                             f"{', '.join(published)}")
+                             f"{list_names(published)}")
         return sensitive
     for candidates in (release.schema.sensitive, table.schema.sensitive):
         inside = [c for c in candidates if c in published]
         if len(inside) > 1:
-            raise ValueError(f"several sensitive columns ({', '.join(inside)}); name the one to "
+            raise ValueError(f"several sensitive columns ({list_names(inside)}); name the one to "
                              f"attack (sensitive=..., CLI: --sensitive COL)")
         if inside:
             return inside[0]

@@ -15,6 +15,7 @@ import typer.core
 from rich.console import Console
 from rich.text import Text
 
+from ppdp.cli._output import printable
 from ppdp.errors import PpdpError
 
 EXIT_ERROR = 2
@@ -105,7 +106,7 @@ def _options(
 def fail(message: str) -> NoReturn:
     """End the command with one red ``error:`` line on standard error and exit code 2."""
     console = Console(stderr=True, highlight=False, soft_wrap=True)
-    line = " ".join(str(message).split())
+    line = printable(" ".join(str(message).split()))
     console.print(Text("error: ", style="bold red") + Text(line, style="red"))
     raise typer.Exit(EXIT_ERROR)
 

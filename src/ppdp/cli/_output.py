@@ -11,6 +11,14 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 
+def printable(text: str) -> str:
+    """Text with each character that is not printable escaped as ``repr`` escapes it: a
+    column name or value from a file must not reach the terminal as an escape sequence."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def out() -> Console:
     """The console of a command's output (standard output)."""
     return Console(highlight=False, soft_wrap=False)
@@ -56,7 +64,7 @@ def print_guarantee(data: Mapping[str, Any], title: str = "guarantee") -> None:
         if key in ("mechanism", "statement", "subtable_details"):
             continue
         shown = number(value) if isinstance(value, float | None) else str(value)
-        table.add_row(key, Text(shown))
+        table.add_row(key, Text(printable(shown)))
     console.print(table)
     if data.get("subtable_details"):
         parts = RichTable(title="sub-tables")
@@ -68,4 +76,4 @@ def print_guarantee(data: Mapping[str, Any], title: str = "guarantee") -> None:
                             for n in names))
         console.print(parts)
     if data.get("statement"):
-        console.print(Text(str(data["statement"])))
+        console.print(Text(printable(str(data["statement"]))))

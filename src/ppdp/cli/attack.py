@@ -21,7 +21,7 @@ from ppdp.cli._options import (
     read_source,
     reading,
 )
-from ppdp.cli._output import echo_json, number, out, parameters_text
+from ppdp.cli._output import echo_json, number, out, parameters_text, printable
 
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
@@ -105,13 +105,13 @@ def attack(
         table_view.add_row(result.attack, Text(number(result.success),
                                                style="bold red" if above else ""),
                            number(result.baseline), number(result.bound),
-                           f"{result.seconds:.2f}", Text(result.measure))
+                           f"{result.seconds:.2f}", Text(printable(result.measure)))
     console.print(table_view)
     for result in report.results:
-        console.print(Text(f"{result.attack}: adversary {result.adversary}; source "
-                           f"{result.source}", style="dim"))
+        console.print(Text(printable(f"{result.attack}: adversary {result.adversary}; source "
+                                     f"{result.source}"), style="dim"))
     for name, reason in report.not_applicable.items():
-        console.print(Text(f"{name}: not applicable: {reason}", style="yellow"))
+        console.print(Text(printable(f"{name}: not applicable: {reason}"), style="yellow"))
     if not report.results:
         console.print(Text("no attack applies to this release", style="yellow"))
     for path in files:

@@ -21,7 +21,7 @@ from ppdp.cli._options import (
     read_source,
     reading,
 )
-from ppdp.cli._output import out, parameters_text
+from ppdp.cli._output import out, parameters_text, printable
 
 
 @handle_errors
@@ -136,18 +136,19 @@ def compare(
     console.print(summary)
     for item in result.mechanisms:
         if item.status == "infeasible":
-            console.print(Text(f"{item.name} (infeasible): {item.note}", style="yellow"))
+            console.print(Text(printable(f"{item.name} (infeasible): {item.note}"),
+                               style="yellow"))
     ineligible = [item.name for item in result.mechanisms if item.status == "not eligible"]
     if ineligible:
         console.print(Text(f"no parameter meets {target.text()}: {', '.join(ineligible)} "
                            f"(why: report.html, or --advice-only)", style="yellow"))
     if result.recommendation is None:
-        console.print(Text(result.recommendation_reason, style="bold red"))
+        console.print(Text(printable(result.recommendation_reason), style="bold red"))
     else:
         console.print(Text.assemble(("recommended: ", "bold green"),
                                     (result.recommendation.mechanism, "bold"),
                                     f" ({result.recommendation.reason})"))
-        console.print(Text(f"  {publish_command(result, source)}"))
+        console.print(Text(printable(f"  {publish_command(result, source)}")))
     if seed is not None:
         console.print("[yellow]seeded: reproducible, for experiments only[/yellow]")
     for path in files:

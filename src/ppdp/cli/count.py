@@ -25,7 +25,7 @@ from ppdp.cli._options import (
     parse_params,
     reading,
 )
-from ppdp.cli._output import echo_json, interval, number, out
+from ppdp.cli._output import echo_json, interval, number, out, printable
 
 if TYPE_CHECKING:
     from ppdp.estimate import Estimate, GroupedEstimate
@@ -211,12 +211,13 @@ def _print_answer(answer: "Estimate | GroupedEstimate") -> None:
         return
     table = RichTable()
     for column in answer.columns:
-        table.add_column(column)
+        table.add_column(Text(printable(column)))
     table.add_column("estimate", justify="right")
     table.add_column("stderr", justify="right")
     table.add_column("95% interval", justify="right")
     for key, estimate in answer.groups:
-        table.add_row(*(Text(str(key[c])) for c in answer.columns), number(estimate.value),
+        table.add_row(*(Text(printable(str(key[c]))) for c in answer.columns),
+                      number(estimate.value),
                       number(estimate.stderr), interval(estimate.ci95))
     console.print(table)
     console.print(f"{len(answer)} groups (groups with a zero estimate are not shown)")

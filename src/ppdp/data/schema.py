@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import bisect
 import logging
+import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -202,15 +204,39 @@ class Schema:
     columns: tuple[Column, ...]
 
     def __post_init__(self) -> None:
-        names = [c.name for c in self.columns]
-        duplicated = sorted({n for n in names if names.count(n) > 1})
-        if duplicated:
+        # One dictionary of positions: a check by counting each name took quadratic time
+        # (minutes at 100,000 columns).
+        if len(self._positions) != len(self.columns):
+            duplicated = sorted(n for n, k in Counter(self.names).items() if k > 1)
             raise SchemaError(f"duplicate column names: {duplicated}")
+        lookalike = lookalike_names(self.names)
+        if lookalike:
+            # ascii(): the two names look the same, their code points do not.
+            raise SchemaError(f"columns {' and '.join(map(ascii, lookalike))} are the same name "
+                              f"written with different Unicode characters (a letter and its "
+                              f"accent apart, or in one character); rename one of them")
+
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        """Each column's position by name (the first, where a name repeats)."""
+        positions: dict[str, int] = {}
+        for position, column in enumerate(self.columns):
+            positions.setdefault(column.name, position)
+        return positions
 
     @cached_property
     def names(self) -> tuple[str, ...]:
         # Cached (the columns never change): binding a query asks for them at every term.
         return tuple(c.name for c in self.columns)
+
+    @cached_property
+    def names_by_folded(self) -> dict[str, tuple[str, ...]]:
+        """The names by their case-folded NFC form (`folded_name`), for lookups that ignore
+        case: a query's ``SEX`` finds ``sex``, and is ambiguous when ``Sex`` exists too."""
+        found: dict[str, list[str]] = {}
+        for name in self.names:
+            found.setdefault(folded_name(name), []).append(name)
+        return {key: tuple(names) for key, names in found.items()}
 
     @cached_property
     def bound_terms(self) -> dict[Any, Any]:
@@ -236,13 +262,20 @@ class Schema:
         return self.names_with_role(Role.QUASI_IDENTIFIER)
 
     def __contains__(self, name: object) -> bool:
-        return name in self.names
+        return isinstance(name, str) and name in self._positions
 
     def __getitem__(self, name: str) -> Column:
-        for column in self.columns:
-            if column.name == name:
-                return column
-        raise SchemaError(unknown_column_message(name, self.names))
+        position = self._positions.get(name) if isinstance(name, str) else None
+        if position is None:
+            raise SchemaError(unknown_column_message(name, self.names))
+        return self.columns[position]
+
+    def index(self, name: str) -> int:
+        """The position of a column among the columns."""
+        position = self._positions.get(name) if isinstance(name, str) else None
+        if position is None:
+            raise SchemaError(unknown_column_message(name, self.names))
+        return position
 
     def sizes(self) -> dict[str, int]:
         return {c.name: c.size for c in self.columns}
@@ -261,8 +294,10 @@ class Schema:
         sensitive = as_names(sensitive)
         for name in sensitive:
             self[name]
+        # Sets for the test of each column: lists took quadratic time on wide tables.
+        sensitive_set = set(sensitive)
         if quasi_identifiers is None:
-            qi = [n for n in self.names if n not in sensitive]
+            qi = [n for n in self.names if n not in sensitive_set]
         else:
             qi = as_names(quasi_identifiers)
             for name in qi:
@@ -270,11 +305,12 @@ class Schema:
             both = sorted(set(qi) & set(sensitive))
             if both:
                 raise SchemaError(f"columns cannot be both sensitive and quasi-identifier: {both}")
+        qi_set = set(qi)
 
         def role(name: str) -> Role:
-            if name in sensitive:
+            if name in sensitive_set:
                 return Role.SENSITIVE
-            return Role.QUASI_IDENTIFIER if name in qi else Role.IGNORED
+            return Role.QUASI_IDENTIFIER if name in qi_set else Role.IGNORED
 
         return Schema(tuple(replace(c, role=role(c.name)) for c in self.columns))
 
@@ -294,12 +330,57 @@ def as_names(names: Iterable[str] | str | None) -> list[str]:
     return list(names)
 
 
+def show_name(name: str) -> str:
+    """A column name as messages and printouts show it: as is when printable, else quoted
+    with its control characters escaped, as values are shown (``repr``): a file's header must
+    not reach a terminal as escape sequences."""
+    return name if name.isprintable() else repr(name)
+
+
+def folded_name(name: str) -> str:
+    """A name in NFC, case-folded: how names that look alike compare (``café`` spelled with
+    a combining accent or in one character; ``Sex`` and ``sex`` in queries)."""
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def lookalike_names(names: Iterable[str]) -> tuple[str, str] | None:
+    """Two distinct names that are the same text in Unicode's NFC form, if any: they look
+    the same but would be two columns."""
+    seen: dict[str, str] = {}
+    for name in names:
+        key = unicodedata.normalize("NFC", name)
+        other = seen.setdefault(key, name)
+        if other != name:
+            return other, name
+    return None
+
+
+_SHOWN_COLUMNS = 50
+"""Most column names a message lists: a table may have 100,000 columns."""
+
+
+def list_names(names: Sequence[str]) -> str:
+    """Column names for a message: comma-separated, shown by `show_name`, at most
+    `_SHOWN_COLUMNS` of them and how many more."""
+    listed = ", ".join(map(show_name, names[:_SHOWN_COLUMNS]))
+    if len(names) > _SHOWN_COLUMNS:
+        listed += f" and {len(names) - _SHOWN_COLUMNS} more"
+    return listed
+
+
 def unknown_column_message(name: str, known: Sequence[str]) -> str:
     import difflib
 
+    if isinstance(name, str):
+        nfc = unicodedata.normalize("NFC", name)
+        same = [k for k in known if unicodedata.normalize("NFC", k) == nfc]
+        if same:
+            return (f"unknown column {name!a}: column {same[0]!a} looks the same but "
+                    f"is written with other Unicode characters (a letter and its accent apart, "
+                    f"or in one character); write the name as the data does")
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-    return f"unknown column {name!r}{hint} (columns: {', '.join(known)})"
+    return f"unknown column {name!r}{hint} (columns: {list_names(known)})"
 
 
 def dictionary_order(name: str, array: pa.ChunkedArray | pa.Array) -> pa.Array | None:

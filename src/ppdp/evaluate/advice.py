@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from ppdp.data.schema import list_names
 from ppdp.errors import PpdpError
 from ppdp.mechanisms import FRAPP, AlphaBeta, PerturbationPartitioning, UniformPerturbation
 from ppdp.mechanisms.alphabeta.domain import TupleDomain
@@ -360,7 +361,7 @@ def advise(table: Table, target: PrivacyTarget | str) -> list[Advice]:
     sensitive = table.schema.sensitive
     if len(sensitive) != 1:
         raise ValueError(f"advice needs exactly one sensitive column; the table has "
-                         f"{len(sensitive)}: {', '.join(sensitive) or 'none'}")
+                         f"{len(sensitive)}: {list_names(sensitive) or 'none'}")
     facts = _Facts.of(table, sensitive[0])
     return [_ADVISERS[name](facts, target) for name in MECHANISMS]
 

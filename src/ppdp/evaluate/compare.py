@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ppdp.data.schema import list_names
 from ppdp.errors import InfeasibleError, QueryError
 from ppdp.evaluate.advice import (
     Advice,
@@ -152,7 +153,7 @@ def _prepare(table: Table, sensitive: str | None) -> Table:
     if len(table.schema.sensitive) != 1:
         raise ValueError(f"compare needs exactly one sensitive column (sensitive=...); the "
                          f"table has {len(table.schema.sensitive)}: "
-                         f"{', '.join(table.schema.sensitive) or 'none'}")
+                         f"{list_names(table.schema.sensitive) or 'none'}")
     # Nothing is released: the values present may serve as domains.
     return table.declare_observed_domains(warn=False)
 

@@ -123,6 +123,27 @@ def decoding_error(path: Path, encoding: str, exc: BaseException) -> SchemaError
                        f"cp1252, or convert it to UTF-8")
 
 
+_BYTE_ORDER_MARKS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"),
+)
+
+
+def _wide_encoding_error(path: Path, encoding: str) -> SchemaError:
+    """The error for a CSV file whose text holds NUL characters in ``encoding``: UTF-16 or
+    UTF-32 text read as UTF-8 (or as another encoding of one byte per character), whose NUL
+    bytes would otherwise reach the CSV parser and fail there, blaming the rows."""
+    with open(path, "rb") as file:
+        start = file.read(4)
+    # UTF-32's little-endian mark begins with UTF-16's: the longer marks are tried first.
+    found = next((name for mark, name in _BYTE_ORDER_MARKS if start.startswith(mark)), None)
+    what = (f"it starts with a {found} byte-order mark" if found
+            else "it holds NUL bytes, as UTF-16 or UTF-32 text does")
+    return SchemaError(f"CSV file {path} is not {encoding} text ({what}); give its encoding "
+                       f"with encoding=\"...\" (CLI: --encoding ENCODING), for example "
+                       f"{(found or 'UTF-16').lower()}, or convert it to UTF-8")
+
+
 @dataclass(frozen=True)
 class CsvLayout:
     """How a CSV file is laid out: separator, lines skipped, header, field names, encoding."""
@@ -175,6 +196,8 @@ def csv_layout(path: Path, keep: list[str] | None, *, sep: str | None, header: b
         sample = _read_sample(path, skip_rows, encoding)
     except (pa.ArrowException, OSError) as exc:
         raise SchemaError(f"cannot read CSV file {path}: {_reason(exc)}") from exc
+    if "\x00" in sample:
+        raise _wide_encoding_error(path, encoding)
     # Lines end at \n, \r or \r\n only, as for Arrow's skip_rows (str.splitlines also splits
     # at form feeds and other characters that may sit inside a field).
     lines = io.StringIO(sample, newline="").readlines()[skip_rows:]

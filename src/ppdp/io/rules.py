@@ -46,7 +46,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ppdp.data.schema import Ordered, dictionary_order, unknown_column_message
+from ppdp.data.schema import (
+    Ordered,
+    dictionary_order,
+    list_names,
+    show_name,
+    unknown_column_message,
+)
 from ppdp.errors import MissingValuesError, SchemaError
 
 logger = logging.getLogger("ppdp")
@@ -287,7 +293,9 @@ def text_rule(name: str, values: pa.Array, counts: pa.Array, *, non_numeric: str
                     pa.int64())
             return TextRule("int", missing, plus)
         except pa.ArrowInvalid:
-            pass  # beyond int64: float64, as a number too large for an integer column
+            # As float64 they would lose digits (9223372036854775809 would count as ...808),
+            # silently; Parquet's path refuses such integers too.
+            raise SchemaError(_beyond_int64_message(name, source, numbers)) from None
     try:
         pc.cast(numbers, pa.float64())
     except pa.ArrowInvalid as exc:
@@ -308,6 +316,22 @@ def apply_text_rule(column: Any, rule: TextRule) -> Any:
     if rule.plus_signs:
         column = pc.replace_substring_regex(column, r"^\+", "")
     return pc.cast(column, pa.int64() if rule.kind == "int" else pa.float64())
+
+
+def _beyond_int64_message(name: str, source: str, numbers: pa.Array) -> str:
+    """The error for a text column of integers some of which int64 does not hold."""
+    outside = []
+    for digits in numbers.to_pylist():
+        # Python refuses int() of more than 4,300 digits; any past 19 are out of range.
+        if len(digits.lstrip("+-").lstrip("0")) > 19 \
+                or not -(2 ** 63) <= int(digits) < 2 ** 63:
+            outside.append(_show(digits))
+            if len(outside) == _SHOWN_VALUES:
+                break
+    return (f"column {name!r} of {source} holds integers beyond the int64 range "
+            f"(-9223372036854775808 to 9223372036854775807), such as {', '.join(outside)}, "
+            f"which ppdp cannot hold exactly; convert them (to read them as text, declare a "
+            f"text domain), or leave the column out with columns=[...]")
 
 
 def _non_numeric_message(name: str, source: str, values: pa.Array, counts: pa.Array,
@@ -341,15 +365,14 @@ def _handle_missing(data: pa.Table, missing: str) -> tuple[pa.Table, int]:
     kept = data.filter(mask)
     dropped = data.num_rows - kept.num_rows
     logger.info("dropped %d of %d rows with missing values (in %s)", dropped, data.num_rows,
-                ", ".join(counts))
+                list_names(list(counts)))
     return kept, dropped
 
 
 def _missing_message(counts: Mapping[str, int]) -> str:
     """The error for missing values: how many in each column, and how to drop their rows."""
-    # repr only for names with line breaks or other control characters: one line always.
-    listed = ", ".join(f"{name if name.isprintable() else repr(name)} ({n})"
-                       for name, n in counts.items())
+    # show_name: names with line breaks or other control characters escaped, one line always.
+    listed = ", ".join(f"{show_name(name)} ({n})" for name, n in counts.items())
     plural = "column" if len(counts) == 1 else "columns"
     return (f"missing values in {len(counts)} {plural}: {listed}; pass missing=\"drop\" "
             "(CLI: --drop-missing) to drop those rows")

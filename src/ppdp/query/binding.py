@@ -29,8 +29,16 @@ from typing import Any
 
 import numpy as np
 
-from ppdp.data.schema import KIND_NAMES, Column, Schema, unknown_column_message
+from ppdp.data.schema import (
+    KIND_NAMES,
+    Column,
+    Schema,
+    folded_name,
+    show_name,
+    unknown_column_message,
+)
 from ppdp.errors import QueryError
+from ppdp.query.numbers import check_int64, exact_number
 from ppdp.query.parse import parse_query
 from ppdp.query.predicates import (
     AllOf,
@@ -141,15 +149,27 @@ def _sql_name(name: str) -> str:
 
 
 def _resolve_name(name: str, schema: Schema) -> str:
-    if name in schema:
-        return name
-    lowered = {n.lower(): n for n in schema.names}
-    if name.lower() in lowered:
-        return lowered[name.lower()]
+    found = _find_name(name, schema)
+    if found is not None:
+        return found
     hint = ""
     if "-" in " ".join(schema.names):
         hint = " (names with '-' may also be written in double quotes)"
     raise QueryError(unknown_column_message(name, schema.names) + hint)
+
+
+def _find_name(name: str, schema: Schema) -> str | None:
+    """The column a query's name means: the one spelled so, else the one name that differs
+    from it only in case or in Unicode normalisation (``SEX`` for ``sex``, ``café`` with a
+    combining accent for ``café``); a QueryError when several do; None when none does."""
+    if name in schema:
+        return name
+    matches = schema.names_by_folded.get(folded_name(name), ())
+    if len(matches) > 1:
+        raise QueryError(f"column {show_name(name)} is ambiguous: the columns "
+                         f"{', '.join(map(repr, matches))} differ from it only in case; "
+                         f"write the one meant as it is spelled, in double quotes")
+    return matches[0] if matches else None
 
 
 def _bind(condition: Condition, schema: Schema) -> Predicate:
@@ -220,7 +240,6 @@ def _normalise_expr(expr: Expr, schema: Schema) -> Expr:
         return expr
     if isinstance(expr, Col):
         return Col(_resolve_name(expr.name, schema))
-    known = {n.lower(): n for n in schema.names}
     longest = max((len(n) for n in schema.names), default=0)
     hyphenated: dict[int, str] = {}
     has_subtraction = any(isinstance(n, Arith) and n.op == "-" for n in _walk(expr))
@@ -238,9 +257,9 @@ def _normalise_expr(expr: Expr, schema: Schema) -> Expr:
         assert left is not None and right is not None
         if sum(map(len, left)) + sum(map(len, right)) + len(left) + len(right) - 1 > longest:
             return None
-        name = "-".join(left + right)
-        if name.lower() in known:
-            hyphenated[id(node)] = known[name.lower()]
+        found = _find_name("-".join(left + right), schema)
+        if found is not None:
+            hyphenated[id(node)] = found
         return left + right
 
     if has_subtraction:
@@ -502,8 +521,15 @@ def _coerce_literal(value: Any, column: Column, op: str = "=") -> Any:
                          f"{name} {op_text} '{shown}' (compared as text, where '9' > '12'), or "
                          f"read it as numbers (read_table reads a text column whose values are "
                          f"all numbers as numbers, unless a text domain is declared)")
+    if isinstance(value, int):
+        # Exact: an int64 column holds integers that float64 would round.
+        check_int64(value)
+        return value if column.kind == "int" else float(value)
     try:
-        number = float(value)
+        # Quoted numbers are read as numbers written unquoted are, exactly.
+        number = exact_number(value) if isinstance(value, str) else float(value)
+    except QueryError:
+        raise
     except (ValueError, TypeError):
         raise QueryError(f"column {column.name!r} holds numbers; {_show_value(value)} is not "
                          f"a number") from None
@@ -513,6 +539,9 @@ def _coerce_literal(value: Any, column: Column, op: str = "=") -> Any:
     if not math.isfinite(number):
         raise QueryError(f"column {column.name!r} holds numbers; {_show_value(value)} is not a "
                          f"finite number")
+    if isinstance(number, int):
+        check_int64(number)
+        return number if column.kind == "int" else float(number)
     if column.kind == "int" and number.is_integer() and abs(number) < 2 ** 63:
         return int(number)
     return number

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import functools
-import math
 import re
 import sys
 import threading
@@ -23,6 +22,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import Token, TokenType
 
 from ppdp.errors import QueryError
+from ppdp.query.numbers import exact_number
 from ppdp.query.syntax import (
     _ISO_DATE,
     MAX_DEPTH,
@@ -472,14 +472,8 @@ def _number(digits: str, text: str) -> Lit:
 
 def _number_value(digits: str, text: str) -> int | float:
     try:
-        number = float(digits)
+        return exact_number(digits)
+    except QueryError:
+        raise
     except ValueError:
         raise QueryError(f"cannot read the number {_show(digits)} in {_show(text)}") from None
-    if not math.isfinite(number):
-        raise QueryError(f"the number {_show(digits)} is too large; numbers must be below "
-                         f"1.8e308 in size")
-    # Integers stay exact ints (Lit(3), not Lit(3.0)) where a float holds them exactly.
-    if (number.is_integer() and abs(number) <= 2 ** 53 and "." not in digits
-            and "e" not in digits.lower()):
-        return int(number)
-    return number

@@ -20,7 +20,9 @@ from ppdp.data.schema import (
     arrange_domain,
     as_names,
     encode_column,
+    list_names,
     logger,
+    show_name,
     unknown_column_message,
 )
 from ppdp.errors import SchemaError
@@ -57,7 +59,7 @@ class Table:
         return self.n_rows
 
     def __repr__(self) -> str:
-        roles = ", ".join(f"{c.name}:{c.role.value}" for c in self.schema.columns)
+        roles = ", ".join(f"{show_name(c.name)}:{c.role.value}" for c in self.schema.columns)
         return f"Table({self.n_rows} rows; {roles})"
 
     @property
@@ -131,7 +133,7 @@ class Table:
                                   f"in the data: {outside[:5]}")
             lookup = np.asarray([0 if code is None else code for code in remap], dtype=np.int64)
             codes[name] = lookup[self._codes[name]].astype(new.dtype)
-            columns[self.schema.names.index(name)] = new
+            columns[self.schema.index(name)] = new
         return Table(Schema(tuple(columns)), codes, dropped_rows=self.dropped_rows,
                      name=self.name)
 
@@ -151,7 +153,7 @@ class Table:
         if undeclared and warn:
             logger.warning("the values present in %s are declared their public domains: a "
                            "release lists them, revealing which values occur in the data",
-                           ", ".join(undeclared))
+                           list_names(undeclared))
         schema = Schema(tuple(replace(c, declared=True) if c.name in names else c
                               for c in self.schema.columns))
         return Table(schema, self._codes, dropped_rows=self.dropped_rows, name=self.name)

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from ppdp.data.hierarchy import BoundHierarchy, Hierarchy
-from ppdp.data.schema import Schema
+from ppdp.data.schema import Schema, list_names
 from ppdp.errors import InfeasibleError, SchemaError
 from ppdp.mechanisms.base import StepsMechanism, require_sensitive
 from ppdp.mechanisms.mondrian.covers import Covers, Generalized
@@ -178,7 +178,7 @@ class Mondrian(StepsMechanism):
         unknown = sorted(set(self.hierarchies) - set(schema.names))
         if unknown:
             raise SchemaError(f"hierarchies given for columns not in the table: {unknown} "
-                              f"(columns: {', '.join(schema.names)})")
+                              f"(columns: {list_names(schema.names)})")
         return {name: self.hierarchies[name].bind(schema[name])
                 for name in schema.quasi_identifiers if name in self.hierarchies}
 
