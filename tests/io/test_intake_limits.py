@@ -3,6 +3,7 @@ UTF-16, Parquet files of many tiny row groups, column names that look alike."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -180,3 +181,16 @@ def test_a_name_in_the_other_normal_form_is_pointed_at(tmp_path: Path) -> None:
     with pytest.raises(SchemaError, match=r"unknown column 'caf\\xe9': column 'cafe\\u0301' "
                                           r"looks the same but is written with other Unicode"):
         read_table(path, sensitive="caf\u00e9", observed_domains=True)
+
+
+def test_a_parquet_file_replaced_between_passes_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "input.parquet"
+    pq.write_table(pa.table({"age": np.arange(100) % 40, "sex": ["M", "F"] * 50}), path,
+                   row_group_size=10)
+    source = scan_table(path, observed_domains=True, batch_rows=1000)
+    replacement = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"age": np.arange(50) % 7, "sex": ["F"] * 50}), replacement,
+                   row_group_size=25)
+    os.replace(replacement, path)
+    with pytest.raises(SchemaError, match="changed since it was first read"):
+        list(source.batches(1000))
