@@ -8,7 +8,6 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 FORMAT_NAME = "ppdp-release"
@@ -42,13 +41,13 @@ def metadata_digest(metadata: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def file_digest(path: Path) -> str:
+def file_digest(path: str | os.PathLike[str]) -> str:
     """SHA-256 of a file's bytes, as hex."""
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def file_digests(paths: Sequence[Path]) -> list[str]:
+def file_digests(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
     """SHA-256 of several files, as hex, hashed on a few threads at once.
 
     hashlib releases the GIL while it hashes, so the parts of a large release are hashed on
