@@ -63,11 +63,12 @@ class SnapshotFile(os.PathLike[str]):
     def __repr__(self) -> str:
         return f"SnapshotFile({str(self.path)!r}, descriptor={self.descriptor})"
 
-    def read(self) -> bytes:
-        """The file's bytes, through its descriptor."""
+    def read(self, limit: int) -> bytes:
+        """The file's bytes through its descriptor, at most ``limit`` of them."""
         chunks = []
         offset = 0
-        while chunk := os.pread(self.descriptor, _READ_BYTES, offset):
+        while offset < limit and (chunk := os.pread(self.descriptor,
+                                                    min(_READ_BYTES, limit - offset), offset)):
             chunks.append(chunk)
             offset += len(chunk)
         return b"".join(chunks)

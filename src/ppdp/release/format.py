@@ -19,6 +19,13 @@ FORMAT_VERSION = 2
 METADATA_FILE = "release.json"
 
 
+MAX_METADATA_BYTES = 256 << 20
+"""The largest ``release.json`` written or read: room for a declared domain of the most
+values a ``min..max`` may span (`ppdp.data.domains.MAX_BOUNDED_VALUES`: 169 MB as written for
+0..9,999,999), while a file padded beyond any release (its digest covers its parsed content,
+not its bytes) is refused before it is read."""
+
+
 def part_names(stem: str, parts: int) -> list[str]:
     """File names of a published table written in ``parts`` parts (one: ``STEM.parquet``)."""
     if parts == 1:
@@ -32,6 +39,25 @@ def release_file_names(files: Mapping[str, Any]) -> list[str]:
     for entry in files.values():
         names.extend(entry if isinstance(entry, list) else [entry])
     return names
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object names a key twice (which one would count is not said)."""
+
+
+def parse_metadata(text: str | bytes) -> Any:
+    """``release.json``'s content, refusing duplicate keys (`DuplicateKeyError`): JSON leaves
+    their meaning open, and Python's reader would silently keep the last."""
+    return json.loads(text, object_pairs_hook=_unique_keys)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise DuplicateKeyError(f"the key {key!r} appears twice in one object")
+        result[key] = value
+    return result
 
 
 def metadata_digest(metadata: Mapping[str, Any]) -> str:

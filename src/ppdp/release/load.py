@@ -18,7 +18,6 @@ since."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -39,8 +38,11 @@ from ppdp.release.base import Release
 from ppdp.release.format import (
     FORMAT_NAME,
     FORMAT_VERSION,
+    MAX_METADATA_BYTES,
     METADATA_FILE,
+    DuplicateKeyError,
     metadata_digest,
+    parse_metadata,
     release_file_names,
 )
 from ppdp.release.verify import verify_digests
@@ -106,11 +108,20 @@ def _load(root: Path, snapshot: Snapshot, counting: Engine, *, by_path: bool) ->
         meta_file = snapshot.open(METADATA_FILE)
     except OSError:
         raise ReleaseError(f"{root} has no {METADATA_FILE}; it is not a ppdp release") from None
+    if meta_file.size > MAX_METADATA_BYTES:
+        meta_file.close()
+        raise ReleaseError(f"{meta_path} is {meta_file.size:,} bytes, more than any release "
+                           f"holds ({MAX_METADATA_BYTES:,}); it is not a ppdp release")
     try:
-        metadata = json.loads(meta_file.read())
+        content = meta_file.read(MAX_METADATA_BYTES + 1)
+        if len(content) > MAX_METADATA_BYTES:  # grown since it was opened
+            raise ReleaseError(f"{meta_path} is more than {MAX_METADATA_BYTES:,} bytes, more "
+                               f"than any release holds; it is not a ppdp release")
+        metadata = parse_metadata(content)
     except (ValueError, RecursionError, OSError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else _first_line(exc)
-        raise ReleaseError(f"{meta_path} is corrupt: {reason}") from None
+        kind = "ambiguous" if isinstance(exc, DuplicateKeyError) else "corrupt"
+        raise ReleaseError(f"{meta_path} is {kind}: {reason}") from None
     finally:
         meta_file.close()
     if not isinstance(metadata, dict) or metadata.get("format") != FORMAT_NAME:

@@ -3,12 +3,17 @@ nothing else, so that ``overwrite`` never deletes a user's other files."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from ppdp.errors import ReleaseError
-from ppdp.release.format import FORMAT_NAME, METADATA_FILE, release_file_names
+from ppdp.release.format import (
+    FORMAT_NAME,
+    MAX_METADATA_BYTES,
+    METADATA_FILE,
+    parse_metadata,
+    release_file_names,
+)
 
 
 def check_target(target: Path, overwrite: bool) -> None:
@@ -29,7 +34,9 @@ def require_replaceable_release(path: Path) -> None:
         raise ReleaseError(f"{path} is {kind}, not a ppdp release directory; overwrite replaces "
                            f"only a release; choose another output path")
     try:
-        metadata = json.loads((path / METADATA_FILE).read_text())
+        if (path / METADATA_FILE).stat().st_size > MAX_METADATA_BYTES:
+            raise ValueError("larger than any release")
+        metadata = parse_metadata((path / METADATA_FILE).read_bytes())
         files = set(release_file_names(metadata["files"])) \
             if metadata.get("format") == FORMAT_NAME else None
     except (OSError, ValueError, RecursionError, AttributeError, KeyError, TypeError):
