@@ -83,9 +83,11 @@ def load_release(directory: str | os.PathLike[str], engine: str = "auto") -> Rel
     for _ in range(LOAD_ATTEMPTS):
         try:
             snapshot = Snapshot(root)
-        except OSError:
+        except (FileNotFoundError, NotADirectoryError):
             raise ReleaseError(f"{root} is not a release directory (it does not exist or is a "
                                f"file)") from None
+        except OSError as exc:
+            raise ReleaseError(f"{root} cannot be read: {exc.strerror or exc}") from None
         with snapshot:
             try:
                 release = _load(root, snapshot, counting, by_path=by_path)
