@@ -170,7 +170,9 @@ def test_an_occupied_directory_is_refused_unless_overwritten(
     earlier.mkdir()
     for name in FILES:
         (earlier / name).write_bytes((demo[1] / name).read_bytes())
-    with pytest.raises(FileExistsError, match="--overwrite"):
+    # The Python API names its own option, not the command's.
+    with pytest.raises(FileExistsError, match=r"not empty; choose another directory or pass "
+                                              r"overwrite=True$"):
         run_demo(earlier, size=10, progress=False)
     again = run_demo(earlier, size=10, random_state=5, progress=False, overwrite=True)
     assert json.loads((earlier / "results.json").read_text())["seed"] == 5

@@ -15,7 +15,7 @@ import typer.core
 from rich.console import Console
 from rich.text import Text
 
-from ppdp.errors import PpdpError
+from ppdp.errors import OutputExistsError, PpdpError
 
 EXIT_ERROR = 2
 HANDLED = (PpdpError, ValueError, OSError)
@@ -120,6 +120,8 @@ def handle_errors(function: Callable[P, R]) -> Callable[P, R]:
         except MemoryError:
             fail("not enough memory for this work; use a smaller table or a machine with "
                  "more memory")
+        except OutputExistsError as exc:
+            fail(exc.on_command_line())
         except HANDLED as exc:
             fail(str(exc) or type(exc).__name__)
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ppdp import datasets
+from ppdp.errors import OutputExistsError
 from ppdp.estimate import Z95
 from ppdp.evaluate.figures import bars
 from ppdp.evaluate.metrics import average_relative_error
@@ -301,8 +302,7 @@ def _check_output(directory: Path, *, overwrite: bool) -> None:
     if not entries:
         return
     if not overwrite:
-        raise FileExistsError(f"{directory} already exists and is not empty; choose another "
-                              f"directory or pass overwrite=True (CLI: --overwrite)")
+        raise OutputExistsError(f"{directory} already exists and is not empty")
     others = [name for name in entries if name not in FILES]
     if others:
         shown = ", ".join(others[:5]) + (" ..." if len(others) > 5 else "")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ppdp.errors import ReleaseError
+from ppdp.errors import OutputExistsError, ReleaseError
+from ppdp.io.storage import require_outside_working_directory
 from ppdp.release.format import (
     FORMAT_NAME,
     MAX_METADATA_BYTES,
@@ -21,14 +22,14 @@ def check_target(target: Path, overwrite: bool) -> None:
     any work is done."""
     if os.path.lexists(target):
         if not overwrite:
-            raise FileExistsError(f"{target} already exists; choose another directory or "
-                                  f"pass overwrite=True (CLI: --overwrite)")
+            raise OutputExistsError(f"{target} already exists")
         require_replaceable_release(target)
 
 
 def require_replaceable_release(path: Path) -> None:
     """Raise unless ``path`` is a directory holding a ppdp release and nothing else, so that
-    ``overwrite`` never deletes a user's other files."""
+    ``overwrite`` never deletes a user's other files, nor the directory the user is in."""
+    require_outside_working_directory(path)
     if path.is_symlink() or not path.is_dir():
         kind = "a symbolic link" if path.is_symlink() else "a file"
         raise ReleaseError(f"{path} is {kind}, not a ppdp release directory; overwrite replaces "
