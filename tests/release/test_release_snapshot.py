@@ -4,6 +4,9 @@ leaves the reader with the old release or the new one, whole, and never makes it
 
 from __future__ import annotations
 
+import resource
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -212,3 +215,31 @@ def test_concurrent_saves_and_loads_give_the_old_or_the_new_release(
     assert set(answers) <= expected, sorted(set(answers) - expected)
     assert len(refused) <= 0.02 * (len(answers) + len(refused)), refused[:3]
     assert not [p for p in tmp_path.iterdir() if p.name != "release"]
+
+
+MANY_PARTS_SCRIPT = """
+import resource, sys
+import ppdp, ppdp.plan.order
+from ppdp.release.load import load_release
+from tests.release.test_release_snapshot import QUERY, answer, table
+ppdp.plan.order.ROWS_PER_PART = 10
+release = ppdp.DBR().publish(table(), random_state=1)
+path = release.save(sys.argv[1])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
+loaded = load_release(path, engine="streaming")
+print(len(release.part_rows), answer(loaded) == answer(release),
+      resource.getrlimit(resource.RLIMIT_NOFILE)[0] > 64)
+"""
+
+
+@pytest.mark.skipif(not ppdp.io.snapshot.ISOLATED, reason="files read by path here")
+def test_a_release_in_more_parts_than_open_files_allowed_loads(tmp_path: Path) -> None:
+    """A loaded release keeps a descriptor per part it counts from: the limit of open files is
+    raised to the system's hard limit when it is reached."""
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[1] <= 1024:
+        pytest.skip("the hard limit of open files leaves no room")
+    result = subprocess.run([sys.executable, "-c", MANY_PARTS_SCRIPT, str(tmp_path / "release")],
+                            capture_output=True, text=True, check=True,
+                            cwd=Path(__file__).parents[2])
+    assert result.stdout.split() == ["200", "True", "True"], result.stderr

@@ -29,7 +29,9 @@ __all__ = ["ISOLATED", "Snapshot", "SnapshotFile"]
 
 _DESCRIPTORS = "/proc/self/fd"
 
-ISOLATED = os.path.isdir(_DESCRIPTORS) and os.open in os.supports_dir_fd
+_RELATIVE_OPENS = os.open in os.supports_dir_fd
+
+ISOLATED = _RELATIVE_OPENS and os.path.isdir(_DESCRIPTORS)
 """Whether files are read through their descriptors here (Linux), hence isolated from writers."""
 
 _READ_BYTES = 1 << 20
@@ -67,7 +69,7 @@ class SnapshotFile(os.PathLike[str]):
         """The file's bytes through its descriptor, at most ``limit`` of them."""
         chunks = []
         offset = 0
-        while offset < limit and (chunk := os.pread(self.descriptor,
+        while offset < limit and (chunk := _read_at(self.descriptor,
                                                     min(_READ_BYTES, limit - offset), offset)):
             chunks.append(chunk)
             offset += len(chunk)
@@ -96,10 +98,14 @@ class Snapshot:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
-        flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
-        self._descriptor: int | None = os.open(self.root, flags)
-        status = os.fstat(self._descriptor)
-        if not stat.S_ISDIR(status.st_mode):  # pragma: no cover - O_DIRECTORY refuses it
+        self._descriptor: int | None = None
+        self._closed = False
+        if _RELATIVE_OPENS:
+            self._descriptor = os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            status = os.fstat(self._descriptor)
+        else:  # pragma: no cover - no opening relative to a directory (Windows): by path
+            status = os.stat(self.root)
+        if not stat.S_ISDIR(status.st_mode):
             self.close()
             raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(root))
         self.identity = (status.st_dev, status.st_ino)
@@ -113,6 +119,7 @@ class Snapshot:
 
     def close(self) -> None:
         """Close the directory's descriptor (the files opened stay open)."""
+        self._closed = True
         if self._descriptor is not None:
             os.close(self._descriptor)
             self._descriptor = None
@@ -120,21 +127,26 @@ class Snapshot:
     def open(self, name: str) -> SnapshotFile:
         """The regular file ``name`` of the directory opened (symbolic links followed);
         FileNotFoundError when there is none (or something else by that name)."""
-        if self._descriptor is None:
+        if self._closed:
             raise ValueError("the snapshot's directory is closed")
         path = self.root / name
         # Non-blocking: a FIFO by that name must not hang the open; regular files ignore it.
-        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
         try:
-            descriptor = os.open(name, flags, dir_fd=self._descriptor)
+            descriptor = self._open(name, flags)
         except OSError as exc:
             if exc.errno != errno.EMFILE or not _more_descriptors():
                 raise
-            descriptor = os.open(name, flags, dir_fd=self._descriptor)
+            descriptor = self._open(name, flags)
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
             os.close(descriptor)
             raise FileNotFoundError(errno.ENOENT, "not a regular file", str(path))
         return SnapshotFile(path, descriptor)
+
+    def _open(self, name: str, flags: int) -> int:
+        if self._descriptor is None:  # pragma: no cover - Windows: by path
+            return os.open(self.root / name, flags)
+        return os.open(name, flags, dir_fd=self._descriptor)
 
     def replaced(self) -> bool:
         """Whether the path no longer names the directory opened (replaced, removed)."""
@@ -143,6 +155,15 @@ class Snapshot:
         except OSError:
             return True
         return (status.st_dev, status.st_ino) != self.identity
+
+
+def _read_at(descriptor: int, size: int, offset: int) -> bytes:
+    """Up to ``size`` bytes at ``offset``; without pread (Windows), by seeking the descriptor,
+    which no one else reads."""
+    if hasattr(os, "pread"):
+        return os.pread(descriptor, size, offset)
+    os.lseek(descriptor, offset, os.SEEK_SET)  # pragma: no cover - Windows
+    return os.read(descriptor, size)  # pragma: no cover - Windows
 
 
 def _more_descriptors() -> bool:
