@@ -47,7 +47,8 @@ __all__ = ["commit_directory", "hidden_name", "locked", "require_outside_working
            "staged_directory", "write_atomic"]
 
 PARTIAL_SUFFIX = ".ppdp-partial"
-_PARTIAL = re.compile(r"^\..+\.[0-9a-f]{16}" + re.escape(PARTIAL_SUFFIX) + "$", re.DOTALL)
+# \Z, not $: a name with a newline after the suffix is not one of ours.
+_PARTIAL = re.compile(r"\..+\.[0-9a-f]{16}" + re.escape(PARTIAL_SUFFIX) + r"\Z", re.DOTALL)
 _NAME_BYTES = 255
 """The longest file name most file systems take (ext4, XFS, btrfs, APFS, NTFS in UTF-16)."""
 _ASIDE = ".old"
