@@ -27,3 +27,21 @@ class ReleaseError(PpdpError):
 
 class InfeasibleError(PpdpError, ValueError):
     """The data cannot meet the requested privacy parameters."""
+
+
+class OutputError(PpdpError, ValueError):
+    """An output path cannot be written as asked (it holds the current directory, say)."""
+
+
+class OutputExistsError(PpdpError, FileExistsError):
+    """An output exists and replacing it was not asked for. Its message names the Python
+    option (``overwrite=True``); `on_command_line` names the command's (``--overwrite``)."""
+
+    def __init__(self, what: str, remedy: str = "choose another directory or pass") -> None:
+        self.what = what
+        self.remedy = remedy
+        super().__init__(f"{what}; {remedy} overwrite=True")
+
+    def on_command_line(self) -> str:
+        """The message as a command says it."""
+        return f"{self.what}; {self.remedy} --overwrite"

@@ -262,6 +262,20 @@ def test_existing_output_needs_overwrite(data_csv: Path, tmp_path: Path) -> None
     assert json.loads((out / "release.json").read_text())["mechanism"] == "splu"
 
 
+def test_overwrite_of_the_current_directory_is_refused_every_time(
+        data_csv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``-o . --overwrite`` run inside a release: one line, the same on every run."""
+    out = tmp_path / "release"
+    ok("publish", data_csv, "-m", "dbr", "-s", "disease", OBSERVED, "--seed", "2", "-o", out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    monkeypatch.chdir(out)
+    for _ in range(2):
+        fails("publish", data_csv, "-m", "dbr", "-s", "disease", OBSERVED, "-o", ".",
+              "--overwrite", match=". is the current directory; it cannot be replaced from "
+                                   "inside: run from another directory")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
 def test_drop_missing_and_qi(tmp_path: Path) -> None:
     path = tmp_path / "gaps.csv"
     path.write_text("a;b;s\n1;x;u\n2;?;v\n3;y;w\n4;x;u\n5;y;v\n6;x;w\n")
@@ -300,7 +314,10 @@ def test_demo_command(tmp_path: Path) -> None:
     run_time = json.loads((out / "results.json").read_text())["seconds"]
     assert f"Run time {run_time:.1f} s." in (out / "report.html").read_text()
     # A second run refuses the folder, before any work, unless told to replace it.
-    fails("demo", "-o", out, "--size", "60", match="pass overwrite=True (CLI: --overwrite)")
+    line = fails("demo", "-o", out, "--size", "60",
+                 match="already exists and is not empty; choose another directory or pass "
+                       "--overwrite")
+    assert "overwrite=True" not in line
     ok("demo", "-o", out, "--size", "60", "--seed", "4", "--overwrite")
     assert json.loads((out / "results.json").read_text())["seed"] == 4
     (out / "mine.txt").write_text("keep")

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ppdp.errors import OutputError
 from ppdp.evaluate import demo as demo_module
 from ppdp.evaluate.demo import FILES, DemoResult, run_demo
 
@@ -149,6 +150,16 @@ def test_the_run_time_is_measured_and_reported(tmp_path: Path,
     assert f"Run time {span:.1f} s." in (output / "report.html").read_text()
 
 
+def test_the_current_directory_is_refused_before_any_work(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replaced, it would leave the user in a removed directory."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(OutputError, match=r"^\. is the current directory; it cannot be "
+                                          r"replaced from inside"):
+        run_demo(".", size=10, progress=False, overwrite=True)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_occupied_directory_is_refused_unless_overwritten(
         demo: tuple[DemoResult, Path], tmp_path: Path) -> None:
     """Without overwrite only a missing or empty directory is written; with it, only an
@@ -170,7 +181,9 @@ def test_an_occupied_directory_is_refused_unless_overwritten(
     earlier.mkdir()
     for name in FILES:
         (earlier / name).write_bytes((demo[1] / name).read_bytes())
-    with pytest.raises(FileExistsError, match="--overwrite"):
+    # The Python API names its own option, not the command's.
+    with pytest.raises(FileExistsError, match=r"not empty; choose another directory or pass "
+                                              r"overwrite=True$"):
         run_demo(earlier, size=10, progress=False)
     again = run_demo(earlier, size=10, random_state=5, progress=False, overwrite=True)
     assert json.loads((earlier / "results.json").read_text())["seed"] == 5

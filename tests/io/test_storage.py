@@ -13,10 +13,11 @@ import threading
 import time
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
-from ppdp.errors import ReleaseError
-from ppdp.io.storage import PARTIAL_SUFFIX, commit_directory, staged_directory
+from ppdp.errors import OutputError, OutputExistsError, ReleaseError
+from ppdp.io.storage import PARTIAL_SUFFIX, commit_directory, hidden_name, staged_directory
 from ppdp.release.load import load_release
 from tests.release.test_release import publish
 
@@ -293,3 +294,80 @@ def test_without_file_locks_saves_go_on_and_nothing_is_cleaned(
     publish("dbr").save(tmp_path / "release")
     assert stale.is_dir()
     assert type(load_release(tmp_path / "release")).mechanism == "dbr"
+
+
+# -- output names and places -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["r" * 224, "r" * 255, "é" * 127 + "r"])
+def test_names_up_to_255_bytes_are_written(name: str, tmp_path: Path) -> None:
+    """The staging name ``.NAME.<16 hex>.ppdp-partial`` is 31 bytes longer than NAME: cut short
+    so that it fits, for names up to the file system's 255 bytes."""
+    target = publish("dbr").save(tmp_path / name)
+    publish("splu").save(target, overwrite=True)
+    assert listing(tmp_path) == [name]
+    assert type(load_release(target)).mechanism == "splu"
+
+
+def test_a_staging_directory_of_a_long_name_is_recognised_as_a_leftover(tmp_path: Path) -> None:
+    """Left by a SIGKILL, a staging directory whose name was cut short is still cleaned."""
+    leftover = tmp_path / hidden_name("é" * 127 + "\n", f".{'0' * 16}{PARTIAL_SUFFIX}")
+    assert len(os.fsencode(leftover.name)) <= 255 - len(".old")
+    leftover.mkdir()
+    publish("dbr").save(tmp_path / "other")
+    assert listing(tmp_path) == ["other"]
+
+
+@pytest.mark.parametrize("relative", [True, False])
+def test_overwriting_the_current_directory_is_refused_up_front(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, relative: bool) -> None:
+    """``-o . --overwrite`` inside a release: refused, the same way every time (it once worked,
+    leaving its staging directory inside, then blamed it)."""
+    target = publish("dbr").save(tmp_path / "release")
+    before = {p.name: p.read_bytes() for p in target.iterdir()}
+    monkeypatch.chdir(target)
+    for _ in range(2):
+        with pytest.raises(OutputError, match=r"is the current directory; it cannot be replaced "
+                                              r"from inside: run from another directory or "
+                                              r"choose another output path$"):
+            publish("splu").save("." if relative else target, overwrite=True)
+    assert {p.name: p.read_bytes() for p in target.iterdir()} == before
+    assert listing(tmp_path) == ["release"]
+
+
+def test_a_directory_holding_the_current_directory_is_never_replaced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "outer" / "inner").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "outer" / "inner")
+    with pytest.raises(OutputError, match="is a directory holding the current directory"), \
+            staged_directory(Path("..")) as staging:
+        commit_directory(staging, "..", overwrite=True)
+    assert listing(tmp_path) == ["outer"]
+    assert listing(tmp_path / "outer") == ["inner"]
+
+
+@pytest.mark.parametrize("existing", [0, 1])
+def test_a_failed_save_removes_the_parents_it_made(tmp_path: Path, existing: int,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    parents = [tmp_path / "a", tmp_path / "a" / "b", tmp_path / "a" / "b" / "c"]
+    for parent in parents[:existing]:
+        parent.mkdir()
+    release = publish("dbr")
+    monkeypatch.setattr(pq, "write_table", lambda *args, **kwargs: (_ for _ in ()).throw(
+        OSError("disk full")))
+    with pytest.raises(OSError, match="disk full"):
+        release.save(parents[-1] / "release")
+    assert [p for p in parents if p.exists()] == parents[:existing]
+    monkeypatch.undo()
+    assert load_release(release.save(parents[-1] / "release")).n_rows == release.n_rows
+
+
+def test_an_existing_target_names_the_python_option(tmp_path: Path) -> None:
+    target = publish("dbr").save(tmp_path / "release")
+    with pytest.raises(OutputExistsError, match=r"release already exists; choose another "
+                                                r"directory or pass overwrite=True$"):
+        publish("dbr").save(target)
+    with staged_directory(target) as staging, pytest.raises(
+            FileExistsError, match=r"release already exists; choose another directory or pass "
+                                   r"overwrite=True$"):
+        commit_directory(staging, target)

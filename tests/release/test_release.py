@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,11 +17,18 @@ import pyarrow.parquet as pq
 import pytest
 
 import ppdp
+import ppdp.io.snapshot
+import ppdp.release.write
 from ppdp.data.schema import Role
 from ppdp.errors import ReleaseError
 from ppdp.estimate import Z95, Estimate, GroupedEstimate
 from ppdp.release.base import Release
-from ppdp.release.format import FORMAT_VERSION, file_digest, metadata_digest
+from ppdp.release.format import (
+    FORMAT_VERSION,
+    MAX_METADATA_BYTES,
+    file_digest,
+    metadata_digest,
+)
 from ppdp.release.load import load_release
 from ppdp.table.table import Table, exact_count, exact_counts, table_from_arrow
 
@@ -356,6 +364,40 @@ def test_load_corrupt_json(saved: Path) -> None:
     (saved / "release.json").write_bytes(b"\xff\xfe\x00")
     with pytest.raises(ReleaseError, match="corrupt"):
         load_release(saved)
+
+
+def test_load_refuses_a_release_json_larger_than_any_release_before_reading_it(
+        saved: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Padded with 300 MB (the digest covers the parsed content, not the bytes): refused by
+    its size, without reading it."""
+    os.truncate(saved / "release.json", 300 << 20)
+    monkeypatch.setattr(ppdp.io.snapshot.SnapshotFile, "read", lambda *args: pytest.fail())
+    with pytest.raises(ReleaseError, match=r"release\.json is 314,572,800 bytes, more than any "
+                                           r"release holds \(268,435,456\); it is not a ppdp "
+                                           r"release$"):
+        load_release(saved)
+
+
+def test_load_refuses_duplicate_keys_in_release_json(saved: Path) -> None:
+    """JSON leaves a key given twice open; the digest of the parsed content would match."""
+    path = saved / "release.json"
+    text = path.read_text().rstrip()
+    path.write_text(text[:-1] + ', "mechanism": "splu"}\n')
+    with pytest.raises(ReleaseError, match=r"release\.json is ambiguous: the key 'mechanism' "
+                                           r"appears twice in one object$"):
+        load_release(saved)
+
+
+def test_every_release_json_written_fits_the_limit_or_is_refused_on_writing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    release = publish("dbr")
+    path = release.save(tmp_path / "release")
+    assert (path / "release.json").stat().st_size <= MAX_METADATA_BYTES
+    monkeypatch.setattr(ppdp.release.write, "MAX_METADATA_BYTES", 100)
+    with pytest.raises(ReleaseError, match=r"release\.json would take [\d,]+ bytes, more than "
+                                           r"a release may \(100\)"):
+        release.save(tmp_path / "other")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["release"]
 
 
 @pytest.mark.parametrize("content", [{"format": "something-else"}, [1, 2], "text"])

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ppdp.cli._output import printable
-from ppdp.errors import PpdpError
+from ppdp.errors import OutputExistsError, PpdpError
 
 EXIT_ERROR = 2
 HANDLED = (PpdpError, ValueError, OSError)
@@ -121,6 +121,8 @@ def handle_errors(function: Callable[P, R]) -> Callable[P, R]:
         except MemoryError:
             fail("not enough memory for this work; use a smaller table or a machine with "
                  "more memory")
+        except OutputExistsError as exc:
+            fail(exc.on_command_line())
         except HANDLED as exc:
             fail(str(exc) or type(exc).__name__)
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ppdp import datasets
+from ppdp.errors import OutputExistsError
 from ppdp.estimate import Z95
 from ppdp.evaluate.figures import bars
 from ppdp.evaluate.metrics import average_relative_error
@@ -32,7 +33,12 @@ from ppdp.evaluate.publications import mean_std
 from ppdp.evaluate.report import write_report
 from ppdp.evaluate.result import Claim, ExperimentResult
 from ppdp.evaluate.workloads import QueryPool, splu_pools
-from ppdp.io.storage import commit_directory, staged_directory, write_atomic
+from ppdp.io.storage import (
+    commit_directory,
+    require_outside_working_directory,
+    staged_directory,
+    write_atomic,
+)
 from ppdp.mechanisms import (
     DBR,
     Anatomy,
@@ -293,6 +299,7 @@ def _check_output(directory: Path, *, overwrite: bool) -> None:
     nothing else is ever replaced."""
     if not os.path.lexists(directory):
         return
+    require_outside_working_directory(directory)
     if directory.is_symlink() or not directory.is_dir():
         kind = "a symbolic link" if directory.is_symlink() else "a file"
         raise FileExistsError(f"{directory} is {kind}, not a directory; choose another output "
@@ -301,8 +308,7 @@ def _check_output(directory: Path, *, overwrite: bool) -> None:
     if not entries:
         return
     if not overwrite:
-        raise FileExistsError(f"{directory} already exists and is not empty; choose another "
-                              f"directory or pass overwrite=True (CLI: --overwrite)")
+        raise OutputExistsError(f"{directory} already exists and is not empty")
     others = [name for name in entries if name not in FILES]
     if others:
         shown = ", ".join(others[:5]) + (" ..." if len(others) > 5 else "")

@@ -80,6 +80,11 @@ class Engine(Protocol):
     ``publish_to`` a ``progress(stage, done, total)`` callback told how far each pass has
     got."""
 
+    reads_snapshots: bool
+    """Whether the releases it loads read their files only through the descriptors that
+    `ppdp.release.load` opened (`ppdp.io.snapshot`), so that a writer replacing the directory
+    changes nothing they count; Spark's tasks read by path."""
+
     def takes(self, data: object) -> bool:
         """Whether this engine publishes ``data`` as it is (`engine_for` asks)."""
         ...
@@ -137,29 +142,35 @@ class Engine(Protocol):
 
     def cube(self, paths: Sequence[Path], domains: Mapping[str, Any], n_rows: int, *,
              constants: Sequence[str] = (), digests: Mapping[Any, str] | None = None,
-             row_counts: Any = None) -> Any:
-        """A cube (`ppdp.query.cube.Cube`) counting over published rows left in their files."""
+             row_counts: Any = None, opened: Sequence[os.PathLike[str]] | None = None) -> Any:
+        """A cube (`ppdp.query.cube.Cube`) counting over published rows left in their files
+        (read through ``opened``, the files opened on loading, when given)."""
         ...
 
 
 class ScannedFiles(dict[str, list[Path]]):
     """The files of a loaded release's scanned stems (stem: its parts, in order), with what
-    counting over them needs: the engine, the files' verified digests by identity, and the
-    counts of the distinct rows that the publisher wrote (`ppdp.query.row_counts`)."""
+    counting over them needs: the engine, the files' verified digests by identity, the
+    counts of the distinct rows that the publisher wrote (`ppdp.query.row_counts`), and,
+    for an engine that `reads_snapshots`, the files as they were opened and verified
+    (`ppdp.io.snapshot.SnapshotFile`, by stem), to read them through."""
 
     def __init__(self, paths: Mapping[str, Sequence[Path]], engine: Engine, *,
-                 digests: Mapping[Any, str] | None = None, row_counts: Any = None) -> None:
+                 digests: Mapping[Any, str] | None = None, row_counts: Any = None,
+                 opened: Mapping[str, Sequence[os.PathLike[str]]] | None = None) -> None:
         super().__init__({stem: list(files) for stem, files in paths.items()})
         self.engine = engine
         self.digests = digests
         self.row_counts = row_counts
+        self.opened = opened
 
     def cube(self, stem: str, domains: Mapping[str, Any], n_rows: int, *,
              constants: Sequence[str] = ()) -> Any:
         """The engine's cube over the rows of ``stem`` (domains: each column's values in code
         order)."""
         return self.engine.cube(self[stem], domains, n_rows, constants=constants,
-                                digests=self.digests, row_counts=self.row_counts)
+                                digests=self.digests, row_counts=self.row_counts,
+                                opened=self.opened[stem] if self.opened else None)
 
 
 def register_engine(name: str, module: str) -> None:

@@ -71,9 +71,12 @@ class ScanCube(Cube):
     release's digests, this catches accidents, not someone who may write to the cache
     directory (which must be the user's own).
 
-    The files must stay in place: every new table or pass first checks that they are those it
-    was built on (same inode, size and modification time), and raises a ReleaseError
-    otherwise, even when the answer would come from a summary.
+    Every new table or pass first checks that the files are those it was built on (same
+    inode, size and modification time), and raises a ReleaseError otherwise, even when the
+    answer would come from a summary. Files given by path must stay in place; files given as
+    opened on loading (`ppdp.io.snapshot.SnapshotFile`: ``os.fspath`` where they are read,
+    ``str`` their path) are read through their descriptors, which the cube keeps open, so a
+    release saved over them changes nothing (only a file written in place is refused).
 
     ``domains`` gives, per column of the files, its values in code order (the files may store
     them plainly or dictionary-encoded); ``constants`` names columns absent from the files
@@ -87,7 +90,10 @@ class ScanCube(Cube):
         sizes = {name: len(values) for name, values in domains.items()}
         sizes.update({name: 1 for name in constants})
         super().__init__({}, sizes, n_rows)
-        self.paths = tuple(str(path) for path in paths)
+        self.paths = tuple(os.fspath(path) for path in paths)
+        """Where the files are read: their paths, or their descriptors' paths."""
+        # Kept: files opened on loading stay open as long as the cube lives.
+        self._files = tuple(paths)
         self.domains = dict(domains)
         self._summaries: list[Summary] = []
         self._identity = [file_identity(path) for path in self.paths]
@@ -96,14 +102,14 @@ class ScanCube(Cube):
     def _require_unchanged(self) -> None:
         """Refuse to read files replaced or removed since the cube was built (a release saved
         over, say): their rows were never checked, and counts would mix two releases."""
-        for path, identity in zip(self.paths, self._identity, strict=True):
+        for path, file, identity in zip(self.paths, self._files, self._identity, strict=True):
             try:
                 same = file_identity(path) == identity
             except OSError:
                 same = False
             if not same:
-                raise ReleaseError(f"{path} was replaced or removed since the release was "
-                                   f"loaded; load the release again")
+                raise ReleaseError(f"{file} was changed, replaced or removed since the release "
+                                   f"was loaded; load the release again")
 
     def _check(self, digests: Mapping[FileIdentity, str] | None,
                row_counts: pa.Table | None) -> None:

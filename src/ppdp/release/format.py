@@ -8,7 +8,6 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 FORMAT_NAME = "ppdp-release"
@@ -18,6 +17,13 @@ FORMAT_VERSION = 2
 
 
 METADATA_FILE = "release.json"
+
+
+MAX_METADATA_BYTES = 256 << 20
+"""The largest ``release.json`` written or read: room for a declared domain of the most
+values a ``min..max`` may span (`ppdp.data.domains.MAX_BOUNDED_VALUES`: 169 MB as written for
+0..9,999,999), while a file padded beyond any release (its digest covers its parsed content,
+not its bytes) is refused before it is read."""
 
 
 def part_names(stem: str, parts: int) -> list[str]:
@@ -35,6 +41,25 @@ def release_file_names(files: Mapping[str, Any]) -> list[str]:
     return names
 
 
+class DuplicateKeyError(ValueError):
+    """A JSON object names a key twice (which one would count is not said)."""
+
+
+def parse_metadata(text: str | bytes) -> Any:
+    """``release.json``'s content, refusing duplicate keys (`DuplicateKeyError`): JSON leaves
+    their meaning open, and Python's reader would silently keep the last."""
+    return json.loads(text, object_pairs_hook=_unique_keys)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise DuplicateKeyError(f"the key {key!r} appears twice in one object")
+        result[key] = value
+    return result
+
+
 def metadata_digest(metadata: Mapping[str, Any]) -> str:
     """SHA-256 of ``release.json``'s content (all but this digest), in canonical JSON."""
     content = {k: v for k, v in metadata.items() if k != "metadata_digest"}
@@ -42,13 +67,13 @@ def metadata_digest(metadata: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def file_digest(path: Path) -> str:
+def file_digest(path: str | os.PathLike[str]) -> str:
     """SHA-256 of a file's bytes, as hex."""
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def file_digests(paths: Sequence[Path]) -> list[str]:
+def file_digests(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
     """SHA-256 of several files, as hex, hashed on a few threads at once.
 
     hashlib releases the GIL while it hashes, so the parts of a large release are hashed on

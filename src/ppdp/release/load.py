@@ -6,12 +6,18 @@ published rows in their files and counts from the counts of their distinct rows,
 publisher wrote beside them (``row_counts.parquet``, `ppdp.query.row_counts`), or from
 streaming Polars aggregations (`ppdp.query.scan_cube.ScanCube`): a release of 10^9 rows loads
 in about two seconds and answers a query in milliseconds; the Spark engine counts with Spark
-aggregations. A directory must stay in place while its release is used (files replaced or
-removed since loading are refused)."""
+aggregations.
+
+Loading is isolated from writers (`ppdp.io.snapshot`): the directory and every file are opened
+once, verified and read through those descriptors, which the loaded release keeps; a release
+saved over the directory meanwhile (exchanged with it, the old one removed) changes nothing it
+counts, and if it came between opening the directory and its files, the load starts again from
+the path (`LOAD_ATTEMPTS`). A reader sees the old release or the new one, whole. The Spark
+engine's tasks read the files by path: a release it loaded refuses to count files replaced
+since."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -22,6 +28,7 @@ import pyarrow.parquet as pq
 
 from ppdp.data.schema import Schema
 from ppdp.errors import ReleaseError, SchemaError
+from ppdp.io.snapshot import ISOLATED, Snapshot, SnapshotFile
 from ppdp.plan.engine import Engine, ScannedFiles, engine_choices, get_engine
 from ppdp.plan.registry import MECHANISM_MODULES, mechanism_module
 from ppdp.query.encoding import scan_engine_available
@@ -31,11 +38,17 @@ from ppdp.release.base import Release
 from ppdp.release.format import (
     FORMAT_NAME,
     FORMAT_VERSION,
+    MAX_METADATA_BYTES,
     METADATA_FILE,
+    DuplicateKeyError,
     metadata_digest,
+    parse_metadata,
     release_file_names,
 )
 from ppdp.release.verify import verify_digests
+
+LOAD_ATTEMPTS = 5
+"""How often a load starts again when the directory was replaced while it was being opened."""
 
 
 def load_engines() -> tuple[str, ...]:
@@ -64,16 +77,55 @@ def load_release(directory: str | os.PathLike[str], engine: str = "auto") -> Rel
     `ppdp.engines.spark.spark_session` starts); the estimators are the same."""
     counting = counting_engine(engine)
     root = Path(directory)
-    if not root.is_dir():
-        raise ReleaseError(f"{root} is not a release directory (it does not exist or is a file)")
+    # Spark's tasks read by path: a release it loaded must not have been built from files
+    # replaced after they were verified.
+    by_path = not (ISOLATED and counting.reads_snapshots)
+    for _ in range(LOAD_ATTEMPTS):
+        try:
+            snapshot = Snapshot(root)
+        except (FileNotFoundError, NotADirectoryError):
+            raise ReleaseError(f"{root} is not a release directory (it does not exist or is a "
+                               f"file)") from None
+        except OSError as exc:
+            raise ReleaseError(f"{root} cannot be read: {exc.strerror or exc}") from None
+        with snapshot:
+            try:
+                release = _load(root, snapshot, counting, by_path=by_path)
+            except ReleaseError:
+                if snapshot.replaced():
+                    continue
+                raise
+            # Opened before the directory was replaced, a release read through its descriptors
+            # is the old one, whole; one read by path may mix the two: loaded again.
+            if not (by_path and snapshot.replaced()):
+                return release
+    raise ReleaseError(f"{root} was replaced {LOAD_ATTEMPTS} times while it was being loaded; "
+                       f"load it again")
+
+
+def _load(root: Path, snapshot: Snapshot, counting: Engine, *, by_path: bool) -> Release:
+    """Load the release in the directory opened as ``snapshot`` (`load_release`)."""
     meta_path = root / METADATA_FILE
-    if not meta_path.is_file():
-        raise ReleaseError(f"{root} has no {METADATA_FILE}; it is not a ppdp release")
     try:
-        metadata = json.loads(meta_path.read_text())
+        meta_file = snapshot.open(METADATA_FILE)
+    except OSError:
+        raise ReleaseError(f"{root} has no {METADATA_FILE}; it is not a ppdp release") from None
+    if meta_file.size > MAX_METADATA_BYTES:
+        meta_file.close()
+        raise ReleaseError(f"{meta_path} is {meta_file.size:,} bytes, more than any release "
+                           f"holds ({MAX_METADATA_BYTES:,}); it is not a ppdp release")
+    try:
+        content = meta_file.read(MAX_METADATA_BYTES + 1)
+        if len(content) > MAX_METADATA_BYTES:  # grown since it was opened
+            raise ReleaseError(f"{meta_path} is more than {MAX_METADATA_BYTES:,} bytes, more "
+                               f"than any release holds; it is not a ppdp release")
+        metadata = parse_metadata(content)
     except (ValueError, RecursionError, OSError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else _first_line(exc)
-        raise ReleaseError(f"{meta_path} is corrupt: {reason}") from None
+        kind = "ambiguous" if isinstance(exc, DuplicateKeyError) else "corrupt"
+        raise ReleaseError(f"{meta_path} is {kind}: {reason}") from None
+    finally:
+        meta_file.close()
     if not isinstance(metadata, dict) or metadata.get("format") != FORMAT_NAME:
         raise ReleaseError(f"{meta_path} is not a ppdp release description")
     version = metadata.get("format_version")
@@ -93,10 +145,15 @@ def load_release(directory: str | os.PathLike[str], engine: str = "auto") -> Rel
     if metadata.get("metadata_digest") != metadata_digest(metadata):
         raise ReleaseError(f"{meta_path} was changed after the release was written (its digest "
                            f"does not match); the release cannot be trusted: publish it again")
+    opened: dict[str, SnapshotFile] = {}
     for name in digests:
-        if Path(name).name != name or not (root / name).is_file():
-            raise ReleaseError(f"{root} is missing its data file {name!r}")
-    identities = verify_digests(root, digests, metadata["metadata_digest"])
+        try:
+            if Path(name).name != name:
+                raise FileNotFoundError(name)
+            opened[name] = snapshot.open(name)
+        except OSError:
+            raise ReleaseError(f"{root} is missing its data file {name!r}") from None
+    identities = verify_digests(root, opened, digests, metadata["metadata_digest"])
     named = metadata.get("mechanism")
     if not isinstance(named, str) or named not in MECHANISM_MODULES:
         raise ReleaseError(f"{meta_path} names an unknown mechanism {named!r}; known: "
@@ -112,16 +169,20 @@ def load_release(directory: str | os.PathLike[str], engine: str = "auto") -> Rel
     scanned = counting.prepare_load(release_class, files)
     tables: dict[str, pa.Table] = {}
     scans: dict[str, list[Path]] = {}
+    snapshots: dict[str, list[SnapshotFile]] = {}
     part_rows: dict[str, tuple[int, ...]] = {}
     for stem, entry in files.items():
-        paths = [root / name for name in (entry if isinstance(entry, list) else [entry])]
+        paths = [opened[name] for name in (entry if isinstance(entry, list) else [entry])]
         if stem in scanned:
             # Only the footers now (a file without one is not Parquet); the rows stay there.
             footers = [_read_parquet(path, pq.read_metadata) for path in paths]
             part_rows[stem] = tuple(footer.num_rows for footer in footers)
-            scans[stem] = paths
+            scans[stem] = [file.path for file in paths]
+            snapshots[stem] = paths
             continue
         parts = [_read_parquet(path, pq.read_table) for path in paths]
+        for file in paths:
+            file.close()  # read whole: the release needs the file no more
         part_rows[stem] = tuple(part.num_rows for part in parts)
         try:
             tables[stem] = parts[0] if len(parts) == 1 else joined_parts(parts)
@@ -132,7 +193,8 @@ def load_release(directory: str | os.PathLike[str], engine: str = "auto") -> Rel
     # of the distinct rows that the publisher wrote spare it reading the rows (`ScanCube`).
     files_scanned = ScannedFiles(scans, counting,
                                  digests=dict(zip(identities, digests.values(), strict=True)),
-                                 row_counts=tables.pop(ROW_COUNTS, None))
+                                 row_counts=tables.pop(ROW_COUNTS, None),
+                                 opened=None if by_path else snapshots)
     try:
         release = counting.rebuild(release_class, schema, parameters, n_rows, tables,
                                    files_scanned)
@@ -157,12 +219,13 @@ def _valid_file_list(files: Mapping[str, Any], digests: Mapping[str, object]) ->
     return len(names) == len(set(names)) and set(names) == set(digests)
 
 
-def _read_parquet(path: Path, read: Callable[[Path], Any]) -> Any:
-    """``read(path)`` (a Parquet table or footer), any failure reported as a corrupt file."""
+def _read_parquet(file: SnapshotFile, read: Callable[[str], Any]) -> Any:
+    """``read`` of an opened file (a Parquet table or footer), any failure reported as a
+    corrupt file."""
     try:
-        return read(path)
+        return read(os.fspath(file))
     except (pa.ArrowException, OSError) as exc:
-        raise ReleaseError(f"{path} is corrupt: {_first_line(exc)}") from exc
+        raise ReleaseError(f"{file} is corrupt: {_first_line(exc)}") from exc
 
 
 def _first_line(exc: BaseException) -> str:

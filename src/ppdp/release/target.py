@@ -3,12 +3,18 @@ nothing else, so that ``overwrite`` never deletes a user's other files."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
-from ppdp.errors import ReleaseError
-from ppdp.release.format import FORMAT_NAME, METADATA_FILE, release_file_names
+from ppdp.errors import OutputExistsError, ReleaseError
+from ppdp.io.storage import require_outside_working_directory
+from ppdp.release.format import (
+    FORMAT_NAME,
+    MAX_METADATA_BYTES,
+    METADATA_FILE,
+    parse_metadata,
+    release_file_names,
+)
 
 
 def check_target(target: Path, overwrite: bool) -> None:
@@ -16,20 +22,22 @@ def check_target(target: Path, overwrite: bool) -> None:
     any work is done."""
     if os.path.lexists(target):
         if not overwrite:
-            raise FileExistsError(f"{target} already exists; choose another directory or "
-                                  f"pass overwrite=True (CLI: --overwrite)")
+            raise OutputExistsError(f"{target} already exists")
         require_replaceable_release(target)
 
 
 def require_replaceable_release(path: Path) -> None:
     """Raise unless ``path`` is a directory holding a ppdp release and nothing else, so that
-    ``overwrite`` never deletes a user's other files."""
+    ``overwrite`` never deletes a user's other files, nor the directory the user is in."""
+    require_outside_working_directory(path)
     if path.is_symlink() or not path.is_dir():
         kind = "a symbolic link" if path.is_symlink() else "a file"
         raise ReleaseError(f"{path} is {kind}, not a ppdp release directory; overwrite replaces "
                            f"only a release; choose another output path")
     try:
-        metadata = json.loads((path / METADATA_FILE).read_text())
+        if (path / METADATA_FILE).stat().st_size > MAX_METADATA_BYTES:
+            raise ValueError("larger than any release")
+        metadata = parse_metadata((path / METADATA_FILE).read_bytes())
         files = set(release_file_names(metadata["files"])) \
             if metadata.get("format") == FORMAT_NAME else None
     except (OSError, ValueError, RecursionError, AttributeError, KeyError, TypeError):

@@ -20,10 +20,14 @@ VERIFIED_FORMAT = 1
 ignored."""
 
 
-def verify_digests(root: Path, digests: Mapping[str, str], release_digest: str
-                    ) -> list[FileIdentity]:
+def verify_digests(root: Path, files: Mapping[str, os.PathLike[str]],
+                   digests: Mapping[str, str], release_digest: str) -> list[FileIdentity]:
     """Check every file of a release against its SHA-256 digest; their identities, taken
     before hashing (a file replaced meanwhile does not inherit the digest).
+
+    ``files`` gives where each file named in ``digests`` is read: the files that
+    `ppdp.release.load` opened (`ppdp.io.snapshot.SnapshotFile`), so that what is verified is
+    what is read after.
 
     Hashing costs about a second per GB and core, so files already verified whose inode,
     size, modification and status-change times are unchanged are not hashed again: they are
@@ -32,7 +36,7 @@ def verify_digests(root: Path, digests: Mapping[str, str], release_digest: str
     which no user can set; so this is as safe as hashing, short of someone who may write to
     the cache. Only on POSIX systems, where the status-change time is that."""
     names = list(digests)
-    paths = [root / name for name in names]
+    paths = [files[name] for name in names]
     stats = [os.stat(path) for path in paths]
     states = [(s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns) for s in stats]
     memo = f"{hashlib.sha256(f'{release_digest}:{root.resolve()}'.encode()).hexdigest()}.json"

@@ -12,11 +12,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ppdp.data.schema import Schema
+from ppdp.errors import ReleaseError
 from ppdp.io.storage import commit_directory
 from ppdp.query.row_counts import ROW_COUNTS
 from ppdp.release.format import (
     FORMAT_NAME,
     FORMAT_VERSION,
+    MAX_METADATA_BYTES,
     METADATA_FILE,
     file_digest,
     metadata_digest,
@@ -74,7 +76,13 @@ def write_metadata(staging: Path, mechanism: str, parameters: Mapping[str, Any],
         "digests": dict(digests),
     }
     metadata["metadata_digest"] = metadata_digest(metadata)
-    (staging / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
+    content = (json.dumps(metadata, indent=2) + "\n").encode()
+    if len(content) > MAX_METADATA_BYTES:
+        # Loading refuses it (a padded release.json): so is writing it, before it appears.
+        raise ReleaseError(f"the release's {METADATA_FILE} would take {len(content):,} bytes, "
+                           f"more than a release may ({MAX_METADATA_BYTES:,}): its domains "
+                           f"are too large; coarsen the columns first")
+    (staging / METADATA_FILE).write_bytes(content)
 
 
 def commit_release(staging: Path, target: Path, *, overwrite: bool,

@@ -44,6 +44,7 @@ class MemoryEngine:
 
     name = "memory"
     batched = False
+    reads_snapshots = True  # every table read whole on loading, from the files opened
 
     def takes(self, data: object) -> bool:
         return isinstance(data, Table)
@@ -113,7 +114,7 @@ class MemoryEngine:
 
     def cube(self, paths: Sequence[Path], domains: Mapping[str, Any], n_rows: int, *,
              constants: Sequence[str] = (), digests: Mapping[Any, str] | None = None,
-             row_counts: Any = None) -> Any:
+             row_counts: Any = None, opened: Sequence[os.PathLike[str]] | None = None) -> Any:
         raise NotImplementedError("the memory engine reads every table of a release")
 
 

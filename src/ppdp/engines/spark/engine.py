@@ -78,6 +78,8 @@ class SparkEngine:
 
     name = "spark"
     batched = False
+    # Spark's tasks read the files by path: what it loaded refuses files replaced since.
+    reads_snapshots = False
 
     def takes(self, data: object) -> bool:
         return is_spark_frame(data) or isinstance(data, SparkSource)
@@ -181,9 +183,10 @@ class SparkEngine:
 
     def cube(self, paths: Sequence[Path], domains: Mapping[str, Any], n_rows: int, *,
              constants: Sequence[str] = (), digests: Mapping[Any, str] | None = None,
-             row_counts: Any = None) -> SparkCube:
-        """A cube counting with Spark over the files (reading neither the rows nor the counts
-        of their distinct rows)."""
+             row_counts: Any = None, opened: Sequence[os.PathLike[str]] | None = None
+             ) -> SparkCube:
+        """A cube counting with Spark over the files by path (reading neither the rows nor the
+        counts of their distinct rows; ``opened`` is not read: Spark's tasks open the paths)."""
         return SparkCube(paths, domains, n_rows, constants=constants)
 
 

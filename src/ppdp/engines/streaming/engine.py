@@ -67,6 +67,7 @@ class StreamingEngine:
 
     name = "streaming"
     batched = True
+    reads_snapshots = True  # Arrow and Polars read through the files' descriptors
 
     def takes(self, data: object) -> bool:
         return is_source(data) or is_lazy_frame(data)
@@ -145,14 +146,16 @@ class StreamingEngine:
 
     def cube(self, paths: Sequence[Path], domains: Mapping[str, Any], n_rows: int, *,
              constants: Sequence[str] = (), digests: Mapping[Any, str] | None = None,
-             row_counts: Any = None) -> ScanCube:
+             row_counts: Any = None, opened: Sequence[os.PathLike[str]] | None = None
+             ) -> ScanCube:
         """A ScanCube over published rows in Parquet files (checked as
         `ppdp.release.arrow.rows_from_arrow` checks them). It counts from the counts of the
         rows' distinct rows that the publisher wrote, without reading the rows; failing
         those, the files' verified digests let its check of the rows be read from the user's
-        cache when the same bytes were checked before."""
-        return ScanCube(paths, domains, n_rows, constants=constants, digests=digests,
-                        row_counts=row_counts)
+        cache when the same bytes were checked before. Given the files opened on loading, it
+        reads them, not the paths, so that a release saved over them changes nothing."""
+        return ScanCube(opened if opened is not None else paths, domains, n_rows,
+                        constants=constants, digests=digests, row_counts=row_counts)
 
 
 ENGINE = StreamingEngine()
