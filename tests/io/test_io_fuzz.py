@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ppdp.errors import PpdpError
+from ppdp.io.csv_layout import looks_wide
 from ppdp.io.read import read_table
 from ppdp.io.rules import DEFAULT_NA_VALUES, NUMERIC_PERCENT
 from ppdp.table.table import Table
@@ -206,6 +207,14 @@ def expected_table(records: list[list[str]], header: bool,
     return (names, rows) if rows else None
 
 
+def wide_text(data: bytes) -> bool:
+    """Whether ppdp takes these bytes for UTF-16 or UTF-32 text (`looks_wide`)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "data.csv"
+        path.write_bytes(data)
+        return looks_wide(path)
+
+
 @settings(FUZZ, max_examples=150)
 @given(document=csv_documents(),
        non_numeric=st.sampled_from(["error", "missing", "text"]))
@@ -220,6 +229,10 @@ def test_csv_matches_the_csv_module(document: dict[str, Any], non_numeric: str) 
                               non_numeric=non_numeric)
     assert_one_line(outcome)
     if records is None:
+        return
+    if wide_text(text.encode("utf-8")):
+        # UTF-16 text read as UTF-8 has a NUL at every other byte: refused as its encoding.
+        assert isinstance(outcome, PpdpError) and "NUL" in str(outcome), (text, outcome)
         return
     expected = expected_table(records, header, non_numeric) if records else None
     if expected is None:

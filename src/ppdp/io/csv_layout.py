@@ -129,6 +129,19 @@ _BYTE_ORDER_MARKS = (
 )
 
 
+def looks_wide(path: Path) -> bool:
+    """Whether a file's first bytes are UTF-16 or UTF-32 text: a byte-order mark, or a NUL at
+    every other byte of its first 64 (ASCII text in UTF-16; UTF-32 has three in four).
+
+    A NUL in UTF-8 text is a character like any other (the CSV module reads it as one), so a
+    NUL alone does not make the file UTF-16."""
+    with open(path, "rb") as file:
+        start = file.read(64)
+    if any(start.startswith(mark) for mark, _ in _BYTE_ORDER_MARKS):
+        return True
+    return len(start) >= 8 and (not any(start[0::2]) or not any(start[1::2]))
+
+
 def _wide_encoding_error(path: Path, encoding: str) -> SchemaError:
     """The error for a CSV file whose text holds NUL characters in ``encoding``: UTF-16 or
     UTF-32 text read as UTF-8 (or as another encoding of one byte per character), whose NUL
@@ -196,7 +209,7 @@ def csv_layout(path: Path, keep: list[str] | None, *, sep: str | None, header: b
         sample = _read_sample(path, skip_rows, encoding)
     except (pa.ArrowException, OSError) as exc:
         raise SchemaError(f"cannot read CSV file {path}: {_reason(exc)}") from exc
-    if "\x00" in sample:
+    if "\x00" in sample and looks_wide(path):
         raise _wide_encoding_error(path, encoding)
     # Lines end at \n, \r or \r\n only, as for Arrow's skip_rows (str.splitlines also splits
     # at form feeds and other characters that may sit inside a field).
