@@ -65,9 +65,9 @@ def test_bad_parquet_is_one_line_before_spark_starts(fixture, message, request, 
 
 
 def test_read_parquet_refuses_bad_files_before_a_job(spark, random_bytes, mixed_types):
-    with pytest.raises(SchemaError, match="^cannot read Parquet file random.parquet"):
+    with pytest.raises(SchemaError, match=r"^cannot read Parquet file random\.parquet"):
         read_parquet(spark, random_bytes)
-    with pytest.raises(SchemaError, match="^the Parquet files disagree on column 'a'"):
+    with pytest.raises(SchemaError, match=r"^the Parquet files disagree on column 'a'"):
         read_parquet(spark, mixed_types)
 
 
@@ -84,12 +84,12 @@ def test_what_spark_reads_as_one_is_left_to_it(tmp_path):
     check_footers(folder / "p0.parquet")
     whole = (folder / "p1.parquet").read_bytes()
     (folder / "p1.parquet").write_bytes(whole[:-20])
-    with pytest.raises(SchemaError, match="^cannot read Parquet file p1.parquet"):
+    with pytest.raises(SchemaError, match=r"^cannot read Parquet file p1\.parquet"):
         check_footers(folder)
 
 
 JAVA_FAILURE = """An error occurred while calling o158.getResult.
-: org.apache.spark.SparkException: Exception thrown in awaitResult: 
+: org.apache.spark.SparkException: Exception thrown in awaitResult:
 \tat org.apache.spark.util.SparkThreadUtils$.awaitResult(SparkThreadUtils.scala:56)
 Caused by: org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage \
 7.0 failed 1 times, most recent failure: Lost task 0.0 in stage 7.0 (TID 9) (192.0.2.2 executor \
@@ -155,7 +155,7 @@ class Builder:
     def __init__(self) -> None:
         self.settings: dict[str, str] = {}
 
-    def appName(self, name: str) -> Builder:  # noqa: N802 - Spark's name
+    def appName(self, name: str) -> Builder:
         return self
 
     def master(self, master: str) -> Builder:
@@ -166,7 +166,7 @@ class Builder:
         self.settings[key] = value
         return self
 
-    def getOrCreate(self) -> Any:  # noqa: N802 - Spark's name
+    def getOrCreate(self) -> Any:
         context = type("Context", (), {"setLogLevel": lambda self, level: None})()
         return type("Session", (), {"sparkContext": context})()
 
