@@ -36,3 +36,29 @@ def test_floor_excludes_vulnerable_releases(package: str, fixed: str, advisory: 
     assert last_vulnerable is None or not requirement.specifier.contains(last_vulnerable), \
         advisory
     assert Version(metadata.version(package)) >= fixed_version, advisory
+
+
+ROOT = PYPROJECT.parent
+
+
+def test_audit_includes_pip_and_setuptools() -> None:
+    # A plain `pip freeze` leaves pip and setuptools out of the audited set, and both have
+    # had advisories (pip 23.2.1 and setuptools 65.5.0 were audited as clean that way).
+    freeze = [line for line in (ROOT / "tools" / "audit_dependencies").read_text().splitlines()
+              if "pip freeze" in line and not line.lstrip().startswith("#")]
+    assert freeze and all("--all" in line.split() for line in freeze)
+
+
+@pytest.mark.parametrize("path", [".ci/run", "README.md"])
+def test_environments_upgrade_pip_and_setuptools(path: str) -> None:
+    # Every virtual environment made by CI or the quick start upgrades pip and setuptools
+    # before installing ppdp: the ones a fresh venv gets may be old releases with advisories.
+    made = [line for line in (ROOT / path).read_text().splitlines()
+            if "python3 -m venv .venv " in line]
+    assert made
+    for line in made:
+        steps = [step.strip() for step in line.split("&&")]
+        upgrade = ".venv/bin/pip install -q --upgrade pip setuptools"
+        assert upgrade in steps, line
+        install = next(i for i, step in enumerate(steps) if " -e " in step)
+        assert steps.index(upgrade) < install, line

@@ -15,6 +15,7 @@ import typer.core
 from rich.console import Console
 from rich.text import Text
 
+from ppdp.cli._memory import memory_message, ran_out_of_memory, within_limit
 from ppdp.cli._output import printable
 from ppdp.errors import OutputExistsError, PpdpError
 
@@ -112,18 +113,24 @@ def fail(message: str) -> NoReturn:
 
 
 def handle_errors(function: Callable[P, R]) -> Callable[P, R]:
-    """Turn the expected errors of a command into one ``error:`` line and exit code 2."""
+    """Turn the expected errors of a command, and memory running out (`_memory`), into one
+    ``error:`` line and exit code 2."""
 
     @functools.wraps(function)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
+            within_limit()
             return function(*args, **kwargs)
-        except MemoryError:
-            fail("not enough memory for this work; use a smaller table or a machine with "
-                 "more memory")
-        except OutputExistsError as exc:
-            fail(exc.on_command_line())
-        except HANDLED as exc:
-            fail(str(exc) or type(exc).__name__)
+        except (typer.Exit, typer.Abort):
+            raise
+        except Exception as exc:
+            # Memory running out first: under a limit it also comes as OSError or ImportError.
+            if ran_out_of_memory(exc):
+                fail(memory_message())
+            if isinstance(exc, OutputExistsError):
+                fail(exc.on_command_line())
+            if isinstance(exc, HANDLED):
+                fail(str(exc) or type(exc).__name__)
+            raise
 
     return wrapper

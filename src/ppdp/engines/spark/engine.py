@@ -22,6 +22,7 @@ from ppdp.engines.spark.session import (
     ROW_ID,
     SparkFailedError,
     SparkUnavailableError,
+    check_footers,
     failure_message,
     in_arrow_batches,
     read_parquet,
@@ -88,7 +89,7 @@ class SparkEngine:
         """A Parquet file or a folder of Parquet files, with its roles and domains: Parquet has
         no text to parse (the separator, encoding and non-numeric rules do not apply) and
         Spark cuts it into batches of its own; rows with missing values are refused, not
-        dropped."""
+        dropped. Files Spark would fail on in its tasks are refused here (`check_footers`)."""
         if options.get("missing") == "drop":
             raise ValueError("--engine spark does not drop rows with missing values; drop or "
                              "fill them in Spark first")
@@ -98,6 +99,8 @@ class SparkEngine:
                              f"files; {str(source)!r} is not one")
         if not path.exists():
             raise FileNotFoundError(f"no such file or folder: {source}")
+        # Before Spark starts: bad files are refused at once, not in its tasks.
+        check_footers(path)
         taken = ("sensitive", "quasi_identifiers", "domains", "row_id", "observed_domains")
         return {name: options[name] for name in taken if name in options}
 
@@ -108,13 +111,16 @@ class SparkEngine:
         executor) becomes a `SparkFailedError` of one line."""
         require_pyspark()
         # pyspark is optional: imported once require_pyspark has found it.
+        from py4j.protocol import Py4JJavaError
         from pyspark.errors import PySparkException
         from pyspark.sql import SparkSession
 
         started = SparkSession.getActiveSession() is None
         try:
             yield f"on Spark, master {spark_session().sparkContext.master}"
-        except PySparkException as exc:
+        except (PySparkException, Py4JJavaError) as exc:
+            # A Java failure pyspark does not convert (a job's result awaited) comes as
+            # Py4JJavaError, with the JVM's whole stack trace as its text.
             raise SparkFailedError(f"Spark failed: {failure_message(exc)}") from None
         finally:
             active = SparkSession.getActiveSession()

@@ -17,6 +17,8 @@ from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from ppdp.errors import PpdpError, SchemaError
 
@@ -40,10 +42,20 @@ class SparkFailedError(PpdpError):
 
 def failure_message(exc: BaseException) -> str:
     """What a Spark failure says on one line: the Python error a task raised (the last
-    ``...Error: message`` line of the worker's traceback), else the failure's first line."""
+    ``...Error: message`` line of the worker's traceback), else the first Spark error with an
+    error class (``[FAILED_READ_FILE...] ...``) in a Java failure's chain, else its root
+    cause, else the failure's first line."""
     text = str(exc).strip()
     raised = re.findall(r"^(?:[\w.]+\.)?\w+Error: (.+)$", text, re.MULTILINE)
-    return raised[-1] if raised else (text.splitlines() or [type(exc).__name__])[0]
+    if raised:
+        return raised[-1]
+    # A Java failure (Py4JJavaError) holds the JVM's stack trace: its exceptions' lines.
+    java = re.findall(r"^(?:: |Caused by: )?[a-z][\w$]*(?:\.[\w$]+)+(?:Exception|Error): (\S.*)$",
+                      text, re.MULTILINE)
+    classed = [message for message in java if re.match(r"\[[A-Z][A-Z0-9_.]*\] ", message)]
+    if classed or java:
+        return (classed or java)[0 if classed else -1]
+    return (text.splitlines() or [type(exc).__name__])[0]
 
 
 def require_pyspark() -> None:
@@ -100,13 +112,26 @@ def spark_session(app_name: str = "ppdp") -> Any:
     from pyspark import SparkConf
 
     master = SparkConf().get("spark.master", None) or os.environ.get("MASTER")
-    builder = SparkSession.builder.appName(app_name).master(master or "local[*]")
+    # Spark's own lines on stderr: errors only, from the start (setLogLevel below comes after
+    # the start-up warnings), and no progress bars where stderr is not a terminal (a log, a
+    # pipe, where each redraw is a line).
+    builder = (SparkSession.builder.appName(app_name).master(master or "local[*]")
+               .config("spark.log.level", "ERROR"))
+    if not _is_terminal(sys.stderr):
+        builder = builder.config("spark.ui.showConsoleProgress", "false")
     if (master or "local").startswith("local"):
         # Local workers run this interpreter (where ppdp is) unless told otherwise.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # replaced by an object without a descriptor, closed
+        return False
 
 
 @dataclass(frozen=True)
@@ -149,6 +174,7 @@ def read_parquet(spark: Any, path: str | os.PathLike[str]) -> Any:
     as it is, ppdp's tasks read its row groups with pyarrow instead of taking Spark's rows."""
     from pyspark.sql import functions as F
 
+    check_footers(path)
     frame = spark.read.parquet(str(path))
     if ROW_ID in frame.columns:
         raise SchemaError(f"a column is named {ROW_ID!r}, the name of the row id; rename it")
@@ -181,15 +207,72 @@ def read_parquet(spark: Any, path: str | os.PathLike[str]) -> Any:
 def open_parquet(uri: str, **options: Any) -> Any:
     """A `pyarrow.parquet.ParquetFile` from a Spark file URI (its non-ASCII characters
     escaped, as pyarrow's URI parser wants them)."""
-    import pyarrow.fs as pafs
-    import pyarrow.parquet as pq
-
     filesystem, where = pafs.FileSystem.from_uri(quote(uri, safe=_URI_SAFE))
     return pq.ParquetFile(where, filesystem=filesystem, **options)
 
 
 _URI_SAFE = "%:/?#[]@!$&'()*+,;=~"
 """Characters a URI keeps as they are (``%`` too: Spark's URIs are escaped already)."""
+
+
+def check_footers(path: str | os.PathLike[str]) -> None:
+    """Refuse, in one line, Parquet input that Spark would fail on only in its tasks, after
+    a job's worth of waiting and pages of Java traceback: a file whose footer pyarrow finds
+    invalid (not Parquet, truncated), or files that disagree on the kind of a column's values
+    (numbers in one, text in another; integers of two widths Spark reads as one).
+
+    The files are those Spark reads (hidden ``.name`` and ``_name`` files left out). Input
+    that pyarrow cannot reach (a file system it does not know, no credentials) is left to
+    Spark, as `read_parquet` leaves it."""
+    name = os.fspath(path)
+    try:
+        if re.match(r"^[A-Za-z][\w+.-]*://", name):
+            filesystem, root = pafs.FileSystem.from_uri(name)
+        else:
+            filesystem, root = pafs.LocalFileSystem(), os.path.abspath(name)
+        found = filesystem.get_file_info(root)
+        if found.type == pafs.FileType.Directory:
+            entries = filesystem.get_file_info(pafs.FileSelector(root, recursive=True))
+            files = sorted(entry.path for entry in entries
+                           if entry.type == pafs.FileType.File and not any(
+                               part.startswith((".", "_"))
+                               for part in entry.path[len(root):].split("/") if part))
+        else:
+            files = [root]
+    except (pa.ArrowException, OSError, ValueError):
+        return
+    kinds: dict[str, tuple[str, str, str]] = {}
+    for file in files:
+        shown = file[len(root):].lstrip("/") or os.path.basename(file)
+        try:
+            with filesystem.open_input_file(file) as handle:
+                schema = pq.ParquetFile(handle).schema_arrow
+        except pa.ArrowInvalid as exc:
+            raise SchemaError(f"cannot read Parquet file {shown} (is it a complete Parquet "
+                              f"file?): {exc}") from None
+        except (pa.ArrowException, OSError):
+            return
+        for field in schema:
+            kind = _value_kind(field.type)
+            earlier = kinds.setdefault(field.name, (kind, str(field.type), shown))
+            if earlier[0] != kind:
+                raise SchemaError(f"the Parquet files disagree on column {field.name!r}: "
+                                  f"{earlier[1]} in {earlier[2]}, {field.type} in {shown}; "
+                                  f"write them with one type")
+
+
+def _value_kind(dtype: pa.DataType) -> str:
+    """What Spark reads a Parquet type as, up to the width it widens to: integers, floats
+    and dictionary-encoded values as their kind, every other type as itself."""
+    if pa.types.is_dictionary(dtype):
+        return _value_kind(dtype.value_type)
+    if pa.types.is_integer(dtype):
+        return "integer"
+    if pa.types.is_floating(dtype):
+        return "floating"
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+        return "text"
+    return str(dtype)
 
 
 def _footers(uris: list[str], columns: list[str]) -> ParquetFiles | None:

@@ -34,6 +34,11 @@ from typing import Any
 
 import numpy as np
 
+# At import, not when the retention is solved: loading SciPy's BLAS (which scipy.optimize
+# needs) waits forever for memory under an address-space limit once a publish has taken the
+# room, where at import it fails at once or not at all.
+from scipy.optimize import brentq
+
 from ppdp.errors import InfeasibleError
 from ppdp.mechanisms.alphabeta.domain import TUPLE_DOMAIN_RISK, TupleDomain
 from ppdp.mechanisms.alphabeta.mechanism import AlphaBeta
@@ -84,9 +89,6 @@ def frapp_retention(*, k: float, gamma: float, n: int, m: int) -> float:
     def ratio(p: float) -> float:
         inside, outside = view_presence(p, n=n, m=m)
         return outside / inside - needed
-
-    # scipy.optimize takes a fifth of a second to import: only when FRAPP is configured.
-    from scipy.optimize import brentq
 
     positive = brentq(ratio, 0.0, 1.0 - 1e-15, xtol=1e-15, rtol=1e-12) if ratio(
         1.0 - 1e-15) < 0 else 1.0
