@@ -24,7 +24,7 @@ import pyarrow as pa
 from ppdp.data.hierarchy import BoundHierarchy, Hierarchy
 from ppdp.data.schema import Schema
 from ppdp.errors import InfeasibleError, SchemaError
-from ppdp.mechanisms.base import StepsMechanism, require_sensitive
+from ppdp.mechanisms.base import StepsMechanism, require_declared_domains, require_sensitive
 from ppdp.mechanisms.mondrian.covers import Covers, Generalized
 from ppdp.mechanisms.mondrian.guarantee import GeneralizationGuarantee, mondrian_guarantee
 from ppdp.mechanisms.mondrian.partition import _Partition, _partition, require_diversity
@@ -40,6 +40,10 @@ from ppdp.table.table import Table
 STREAM = "mondrian"
 """The keyed stream of the release order: rows are published in the order of their 64-bit
 draws (ties by row id), which is the only random choice Mondrian makes."""
+
+QUASI_DOMAIN_RISK = (
+    "a release lists each quasi-identifier's domain, so every value present would be listed, "
+    "those its generalized rows hide in ranges among them (a value held by one person, say)")
 
 
 @dataclass(frozen=True)
@@ -188,6 +192,8 @@ class Mondrian(StepsMechanism):
         if not data.schema.quasi_identifiers:
             raise SchemaError("Mondrian needs at least one quasi-identifier column to "
                               "generalize")
+        require_declared_domains(data, data.schema.quasi_identifiers, "Mondrian",
+                                 QUASI_DOMAIN_RISK)
         bound = self._bind(data.schema)
         if self.k > data.n_rows:
             raise InfeasibleError(f"k = {self.k} exceeds the number of rows "
