@@ -27,9 +27,9 @@ from ppdp.errors import InfeasibleError, SchemaError
 from ppdp.mechanisms.base import StepsMechanism, require_declared_domains, require_sensitive
 from ppdp.mechanisms.mondrian.covers import Covers, Generalized
 from ppdp.mechanisms.mondrian.guarantee import GeneralizationGuarantee, mondrian_guarantee
-from ppdp.mechanisms.mondrian.partition import _Partition, _partition, require_diversity
+from ppdp.mechanisms.mondrian.partition import _Partition, _partition, check_mondrian
 from ppdp.mechanisms.mondrian.release import MondrianRelease
-from ppdp.mechanisms.parameters import Parameter, require_integer
+from ppdp.mechanisms.parameters import Parameter
 from ppdp.plan.keyed import KeyedStream, make_key
 from ppdp.plan.order import part_count, part_of, rank_order
 from ppdp.plan.resources import Footprint
@@ -121,9 +121,7 @@ class Mondrian(StepsMechanism):
     def __init__(self, *, k: int, l: int = 1,  # noqa: E741 - the usual symbol
                  diversity: str = "distinct",
                  hierarchies: Mapping[str, Hierarchy] | None = None) -> None:
-        self.k = require_integer("k", k, 1)
-        self.l = require_integer("l", l, 1)
-        self.diversity = require_diversity(diversity)
+        self.k, self.l, self.diversity = check_mondrian(k, l, diversity)
         hierarchies = dict(hierarchies or {})
         for column, hierarchy in hierarchies.items():
             if not isinstance(hierarchy, Hierarchy):
