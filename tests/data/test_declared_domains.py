@@ -96,14 +96,59 @@ def test_sensitive_domain_must_be_declared(mechanism: ppdp.Mechanism, tmp_path: 
     # Declared (with a value absent from the data): the release lists the declaration, the
     # same whether or not the rare value occurs.
     listed = []
+    # Mondrian lists its quasi-identifiers' domains too (see the next test).
+    quasi = {"age": range(0, 100), "sex": ["F", "M"]} if mechanism.name == "mondrian" else {}
     for rare in (True, False):
         declared = table_from_arrow(visits(rare), roles={"disease": Role.SENSITIVE},
-                                    domains={"disease": DISEASES})
+                                    domains={"disease": DISEASES, **quasi})
         release = mechanism.publish(declared, random_state=1)
         target = release.save(tmp_path / f"{mechanism.name}-{rare}")
         schema = json.loads((target / "release.json").read_text())["schema"]
         listed.append(next(c["domain"] for c in schema if c["name"] == "disease"))
     assert listed[0] == listed[1] == DISEASES
+
+
+def test_mondrian_needs_its_quasi_identifier_domains_declared(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Mondrian hides values in ranges, and its release lists each quasi-identifier's domain:
+    taken from the values present, it would list the values the ranges hide."""
+    table = table_from_arrow(visits(), roles={"disease": Role.SENSITIVE},
+                             domains={"disease": DISEASES})
+    with pytest.raises(UndeclaredDomainError, match=r"'age', 'sex'.*hide in ranges"):
+        ppdp.Mondrian(k=3).publish(table, random_state=1)
+    # Declared as the values present, with the warning --observed-domains gives.
+    with caplog.at_level("WARNING"):
+        observed = table.declare_observed_domains()
+    assert "age, sex" in caplog.text and "revealing which values occur" in caplog.text
+    release = ppdp.Mondrian(k=3).publish(observed, random_state=1)
+    schema = json.loads((release.save(tmp_path / "observed") / "release.json").read_text())
+    assert next(c["domain"] for c in schema["schema"] if c["name"] == "age") == list(
+        range(20, 29))
+    # Declared: the declaration is listed, not the ages present.
+    declared = table.with_domains({"age": range(0, 100), "sex": ["F", "M"]})
+    release = ppdp.Mondrian(k=3).publish(declared, random_state=1)
+    schema = json.loads((release.save(tmp_path / "declared") / "release.json").read_text())
+    assert next(c["domain"] for c in schema["schema"] if c["name"] == "age") == list(
+        range(100))
+
+
+def test_mondrian_cli_refuses_or_warns_for_undeclared_quasi_identifiers(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "visits.csv"
+    columns = [column.to_pylist() for column in visits().columns]
+    path.write_text("age,sex,disease\n" + "".join(
+        f"{a},{s},{d}\n" for a, s, d in zip(*columns, strict=True)))
+    args = ["publish", str(path), "-m", "mondrian", "-s", "disease", "-p", "k=3",
+            "--domain", "disease=" + ",".join(DISEASES)]
+    result = runner.invoke(app, [*args, "-o", str(tmp_path / "refused")])
+    assert result.exit_code == 2 and "'age', 'sex'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "refused").exists()
+    with caplog.at_level("WARNING"):
+        result = runner.invoke(app, [*args, "--observed-domains", "-o",
+                                     str(tmp_path / "observed")])
+    assert result.exit_code == 0, result.output
+    assert "age, sex" in caplog.text and "revealing which values occur" in caplog.text
 
 
 @pytest.mark.parametrize("mechanism", [ppdp.AlphaBeta(k=1, gamma=0.5), ppdp.FRAPP(k=1,

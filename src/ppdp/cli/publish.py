@@ -213,38 +213,49 @@ def _shown(source: str, *, where: str | None, batched: bool) -> Iterator[_Shown]
 
 def _state_root(state_dir: Path | None) -> Path:
     """The folder of the private state of alpha-beta views (--state-dir, else one place per
-    user), made and checked writable before any work."""
+    user), checked writable before any work; made only when a view is published
+    (`_under_view_state`), so that a view refused before leaves nothing."""
     # Imported here, not at start-up: the views load numpy.
     from ppdp.mechanisms.alphabeta.views import default_state_root
 
     root = state_dir if state_dir is not None else default_state_root()
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        writable = os.access(root, os.W_OK | os.X_OK)
-    except OSError as exc:
+    # The folder, or the nearest folder above it that exists, must be writable.
+    existing = root
+    while not os.path.lexists(existing) and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
         raise ValueError(f"cannot use {root} for the private state of alpha-beta views: "
-                         f"{exc.strerror or exc}; pass --state-dir DIR") from None
-    if not writable:
+                         f"{existing} is not a folder; pass --state-dir DIR")
+    if not os.access(existing, os.W_OK | os.X_OK):
         raise ValueError(f"cannot write the private state of alpha-beta views to {root}; pass "
                          f"--state-dir DIR (a folder you can write and keep private)")
     return root
 
 
 def _under_view_state(views: Any, root: Path,
-                     publish: Callable[[Callable[[], object]], Path]) -> tuple[Path, Path]:
+                      publish: Callable[[Callable[[], object]], Path]) -> tuple[Path, Path]:
     """Publish the next view of ``views`` (of any engine) under its table's state: the state
     folder, keyed by the table's fingerprint, is locked for the whole publish so that
     concurrent views are counted, resumed when it exists, and written before the release
-    appears (``publish(before_commit)``). The state folder and the release."""
+    appears (``publish(before_commit)``); refused while another state holds views of the same
+    rows under other columns or domains (`ppdp.mechanisms.alphabeta.same_rows`). The state
+    folder and the release."""
     # Imported here, not at start-up: storage and views load numpy.
     from ppdp.io.storage import locked
+    from ppdp.mechanisms.alphabeta.same_rows import require_no_other_views
     from ppdp.mechanisms.alphabeta.views import state_directory
 
     state = state_directory(root, views.fingerprint)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"cannot use {root} for the private state of alpha-beta views: "
+                         f"{exc.strerror or exc}; pass --state-dir DIR") from None
     # A lock file of its own: the state's commit locks the root directory itself.
     lock = root / "alphabeta.lock"
     lock.touch(exist_ok=True)
     with locked(lock):
+        require_no_other_views(root, state, views.rows)
         if (state / "state.json").is_file():
             views.resume(state)
         target = publish(lambda: views.save_state(state))

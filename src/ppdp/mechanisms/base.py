@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ppdp.data.schema import Schema
 from ppdp.errors import SchemaError, UndeclaredDomainError
 from ppdp.mechanisms.parameters import Parameter
 from ppdp.plan.engine import publish
@@ -185,18 +186,26 @@ def all_mechanisms() -> dict[str, type[Mechanism]]:
 def require_sensitive(table: Table | SummarySource, mechanism: str, *, exactly_one: bool = False,
                       publishing: bool = True) -> tuple[str, ...]:
     """The sensitive columns, checked; when ``publishing``, their domains must be declared."""
-    sensitive = table.schema.sensitive
+    sensitive = check_sensitive(table.schema, mechanism, exactly_one=exactly_one)
+    if publishing:
+        require_declared_domains(
+            table, sensitive, mechanism,
+            "a release lists the sensitive domain, so each listed value would be known to occur "
+            "in the data (for a rare value, the small count the mechanism protects)")
+    return sensitive
+
+
+def check_sensitive(schema: Schema, mechanism: str, *, exactly_one: bool = False
+                    ) -> tuple[str, ...]:
+    """The sensitive columns of a schema, refused when there is none (or, ``exactly_one``,
+    several): what publishing checks of the data, and loading of a release's roles."""
+    sensitive = schema.sensitive
     if not sensitive:
         raise SchemaError(f"{mechanism} needs a sensitive column; mark one with "
                           f"read_table(..., sensitive=...) or table.with_roles(sensitive=...) "
                           f"(CLI: --sensitive COL)")
     if exactly_one and len(sensitive) > 1:
         raise SchemaError(f"{mechanism} protects one sensitive column; got {list(sensitive)}")
-    if publishing:
-        require_declared_domains(
-            table, sensitive, mechanism,
-            "a release lists the sensitive domain, so each listed value would be known to occur "
-            "in the data (for a rare value, the small count the mechanism protects)")
     return sensitive
 
 

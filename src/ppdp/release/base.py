@@ -116,6 +116,13 @@ class Release(ABC):
                      tables: Mapping[str, pa.Table]) -> Release:
         """Rebuild a release from its published tables (already validated to exist)."""
 
+    @classmethod
+    def check_parameters(cls, schema: Schema, parameters: Mapping[str, Any]) -> None:
+        """Refuse (ValueError, TypeError, KeyError) the parameters or column roles of a loaded
+        release that its mechanism never writes, with the checks the mechanism makes when it is
+        built and publishes (a release is trusted only as far as these); none by default."""
+        return
+
     scanned: ClassVar[frozenset[str]] = frozenset()
     """Stems whose files `_from_files` takes as paths, to count from without reading them whole
     (none by default: every table is read into memory)."""

@@ -166,6 +166,12 @@ def _load(root: Path, snapshot: Snapshot, counting: Engine, *, by_path: bool) ->
         n_rows = int(metadata["n_rows"])
     except (KeyError, TypeError, ValueError, SchemaError) as exc:
         raise ReleaseError(f"{meta_path} is incomplete or invalid: {exc}") from exc
+    try:
+        release_class.check_parameters(schema, parameters)
+    except (KeyError, TypeError, ValueError) as exc:
+        reason = f"no parameter {exc.args[0]!r}" if isinstance(exc, KeyError) else \
+            _first_line(exc)
+        raise ReleaseError(f"{meta_path} holds what {named} never publishes: {reason}") from None
     scanned = counting.prepare_load(release_class, files)
     tables: dict[str, pa.Table] = {}
     scans: dict[str, list[Path]] = {}

@@ -130,7 +130,13 @@ def test_views_on_spark_are_the_views_in_memory(on_spark, table, in_memory, part
     assert (in_memory["state"] / "earlier.parquet").is_file()
     if partitions == 1:
         state = run["folder"] / "state"
-        assert json.loads((state / "state.json").read_text())["published"] == 2
+        recorded = json.loads((state / "state.json").read_text())
+        assert recorded["published"] == 2
+        # The rows apart from columns and domains, as the sequence in memory records them.
+        in_memory_state = json.loads((in_memory["state"] / "state.json").read_text())
+        assert recorded["rows"] == in_memory_state["rows"]
+        assert recorded["rows"]["n_rows"] == ROWS
+        assert set(recorded["rows"]["columns"]) == set(COLUMNS)
         assert np.array_equal(pq.read_table(state / "earlier.parquet").column("key").to_numpy(),
                               in_memory["earlier"])
     assert not (run["folder"] / "too-soon").exists()

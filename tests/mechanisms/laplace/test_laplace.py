@@ -241,3 +241,15 @@ def test_noise_of_a_large_scale_is_not_clipped_at_32_bits():
     at 2^31 and never exceeds it."""
     session = LaplaceCounts(epsilon=1e-10).publish(declared_people())
     assert np.abs(session.noise(50)).max() > 2**31
+
+
+@pytest.mark.parametrize(("epsilon", "sensitivity"), [
+    (0, 1.0), (-1.0, 1.0), (float("nan"), 1.0), (1.0, float("inf")), (1e-13, 1.0), (1, None)])
+def test_session_parameters_are_checked_as_the_mechanism_checks_them(
+        epsilon: Any, sensitivity: Any) -> None:
+    schema = table_from_arrow(pa.table({"a": [1, 2]})).schema
+    with pytest.raises(ValueError) as built:
+        LaplaceCounts(epsilon=epsilon, sensitivity=sensitivity)
+    with pytest.raises(ValueError) as checked:
+        LaplaceSession.check_parameters(schema, {"epsilon": epsilon, "sensitivity": sensitivity})
+    assert str(checked.value) == str(built.value)

@@ -137,7 +137,7 @@ def test_a_label_that_would_mean_two_covers_is_renamed() -> None:
     table = table_from_arrow(pa.table({"x": ["a", "a", "a", "b"], "y": [1, 1, 2, 2],
                                        "s": ["p", "q", "p", "q"]}),
                              roles={"s": Role.SENSITIVE},
-                             domains={"x": ["a", "b", "c"], "s": ["p", "q"]})
+                             domains={"x": ["a", "b", "c"], "y": [1, 2], "s": ["p", "q"]})
     release = Mondrian(k=2, hierarchies={"x": hierarchy}).publish(table, random_state=0)
     assert release.covers("x") == {"a": ("a",), "a (level 1)": ("a", "b")}
     assert release.count("x = 'b'").value == pytest.approx(1.0)

@@ -58,6 +58,7 @@ from ppdp.mechanisms.alphabeta.draws import (
 )
 from ppdp.mechanisms.alphabeta.mechanism import AlphaBeta
 from ppdp.mechanisms.alphabeta.release import AlphaBetaRelease, even_parts
+from ppdp.mechanisms.alphabeta.same_rows import rows_record
 from ppdp.mechanisms.alphabeta.views import (
     STATE_FORMAT,
     fingerprint_prefix,
@@ -190,9 +191,17 @@ class SparkViews:
             self._fingerprint = _fingerprint(self.source, self.domain)
         return self._fingerprint
 
+    @property
+    def rows(self) -> dict[str, Any]:
+        """The rows apart from their columns and domains (`ppdp.mechanisms.alphabeta.
+        same_rows.rows_record`), from a Spark aggregation per column."""
+        return rows_record(self.source.schema, self.source.n_rows,
+                           _column_histograms(self.source, self.domain))
+
     def save_state(self, directory: str | os.PathLike[str]) -> Path:
         """Write the publisher's private state (views published, V' as Parquet written by
-        tasks, the table's fingerprint and the parameters) atomically; the state
+        tasks, the table's fingerprint, its rows apart from columns and domains, and the
+        parameters) atomically; the state
         `ViewSequence.save_state` writes, readable by either."""
         target = Path(directory)
         earlier = None if self._earlier is None else _earlier_frame(self.source, self._earlier)
@@ -203,7 +212,8 @@ class SparkViews:
         with staged_directory(target) as staging:
             n_earlier = _write_keys(keys, staging / _EARLIER, self.n_earlier + self._n_pending)
             state = {"format": STATE_FORMAT, "fingerprint": self.fingerprint,
-                     "parameters": self.mechanism.parameter_values, "published": self.published}
+                     "parameters": self.mechanism.parameter_values, "published": self.published,
+                     "rows": self.rows}
             (staging / "state.json").write_text(json.dumps(state, indent=2) + "\n")
             commit_directory(staging, target, overwrite=True, replaceable=require_state)
         if self._pending is not None:
@@ -569,6 +579,29 @@ def _count_rows(path: Path) -> int:
     import pyarrow.dataset as ds
 
     return ds.dataset(path, format="parquet").count_rows()
+
+
+def _column_histograms(source: SparkSource, domain: TupleDomain) -> dict[str, np.ndarray]:
+    """The rows of each code of each column (`ppdp.mechanisms.alphabeta.same_rows.
+    tuple_histograms`): one aggregation per column over the distinct tuples; only the counts,
+    as long as the domains, reach the driver."""
+    from pyspark.sql import functions as F
+
+    distinct = _keyed(source, domain).groupBy(_KEY).count() \
+        .withColumnRenamed("count", _COUNT).cache()
+    histograms: dict[str, np.ndarray] = {}
+    try:
+        stride = 1
+        for column, size in zip(domain.columns[::-1], domain.shape[::-1], strict=True):
+            code = F.expr(f"pmod({_KEY} div {stride}, {size})").alias(_INDEX)
+            histogram = np.zeros(size, dtype=np.int64)
+            for row in distinct.groupBy(code).agg(F.sum(_COUNT).alias(_COUNT)).collect():
+                histogram[int(row[_INDEX])] = int(row[_COUNT])
+            histograms[column] = histogram
+            stride *= size
+    finally:
+        distinct.unpersist()
+    return {column: histograms[column] for column in domain.columns}
 
 
 def _fingerprint(source: SparkSource, domain: TupleDomain) -> str:

@@ -39,12 +39,18 @@ import numpy as np
 # room, where at import it fails at once or not at all.
 from scipy.optimize import brentq
 
+from ppdp.data.schema import Schema
 from ppdp.errors import InfeasibleError
 from ppdp.mechanisms.alphabeta.domain import TUPLE_DOMAIN_RISK, TupleDomain
 from ppdp.mechanisms.alphabeta.mechanism import AlphaBeta
+from ppdp.mechanisms.alphabeta.parameters import (
+    check_frapp,
+    check_frapp_view,
+    check_published_columns,
+)
 from ppdp.mechanisms.alphabeta.release import bernoulli_variance
 from ppdp.mechanisms.base import RowMechanism, require_declared_domains
-from ppdp.mechanisms.parameters import Parameter, require_open_unit, require_positive
+from ppdp.mechanisms.parameters import Parameter
 from ppdp.plan.keyed import KeyedStream
 from ppdp.plan.resources import Footprint
 from ppdp.plan.rows import PublishedRows, RowPlan
@@ -74,8 +80,7 @@ def view_presence(p: float, *, n: int, m: int) -> tuple[float, float]:
 def frapp_retention(*, k: float, gamma: float, n: int, m: int) -> float:
     """The largest retention p of FRAPP's gamma-diagonal matrix giving (k n/m, gamma)-privacy
     (derivation in the module docstring)."""
-    require_positive("k", k)
-    require_open_unit("gamma", gamma)
+    check_frapp(k, gamma)
     if m < 2:
         raise InfeasibleError("the domain holds a single tuple (m = 1): every row is that tuple "
                               "and no randomization can hide it; publish more columns or wider "
@@ -144,8 +149,7 @@ class FRAPP(RowMechanism):
     guarantee_parameters = AlphaBeta.guarantee_parameters
 
     def __init__(self, *, k: float, gamma: float) -> None:
-        require_positive("k", k)
-        require_open_unit("gamma", gamma)
+        check_frapp(k, gamma)
         self.k, self.gamma = k, gamma
 
     def release_of(self, plan: RowPlan, rows: PublishedRows) -> FrappRelease:
@@ -221,6 +225,15 @@ class FrappRelease(RowsRelease):
     """A FRAPP view: n randomized rows and the retention p."""
 
     mechanism = "frapp"
+
+    @classmethod
+    def check_parameters(cls, schema: Schema, parameters: Mapping[str, Any]) -> None:
+        """k and gamma as `FRAPP` takes them, d below gamma, a retention p in (0, 1], and
+        every column in a tuple domain of more than one tuple (`frapp_retention`)."""
+        check_frapp_view(dict(parameters))
+        check_published_columns(schema, "frapp")
+        if TupleDomain.of(schema).size < 2:
+            raise ValueError("the domain holds a single tuple (m = 1): FRAPP publishes none")
 
     def _estimate(self, queries: Sequence[BoundQuery]
                   ) -> list[tuple[np.ndarray, np.ndarray | None]]:

@@ -32,6 +32,7 @@ from ppdp.errors import InfeasibleError
 from ppdp.mechanisms.alphabeta.domain import MAX_DOMAIN, TupleDomain
 from ppdp.mechanisms.alphabeta.draws import view_rates
 from ppdp.mechanisms.alphabeta.guarantee import AlphaBetaGuarantee
+from ppdp.mechanisms.alphabeta.parameters import MAX_VIEWS, MIN_ALPHA, check_alphabeta
 from ppdp.mechanisms.alphabeta.privacy import (
     privacy_parameters,
     public_row_count,
@@ -41,7 +42,7 @@ from ppdp.mechanisms.alphabeta.privacy import (
 from ppdp.mechanisms.alphabeta.release import AlphaBetaRelease
 from ppdp.mechanisms.alphabeta.views import ViewSequence
 from ppdp.mechanisms.base import StepsMechanism
-from ppdp.mechanisms.parameters import Parameter, require_open_unit, require_positive
+from ppdp.mechanisms.parameters import Parameter
 from ppdp.plan.resources import (
     Footprint,
     check_memory,
@@ -93,12 +94,10 @@ class AlphaBeta(StepsMechanism):
                                    "about 100 bytes while publishing)",
                   default=20_000_000, resource=True),
     )
-    max_views = 10**6
-    """The largest v: later views divide by (alpha + beta)(1 - e^(-1/v)), computed with a
-    cancellation that loses about log10(v) of float64's 16 digits (Algorithm 4)."""
-    min_alpha = 1e-9
-    """The smallest alpha: the estimator divides by alpha, recovered as (alpha + beta) - beta
-    (Algorithm 3), which keeps 7 digits of it at this bound."""
+    max_views = MAX_VIEWS
+    """The largest v (`ppdp.mechanisms.alphabeta.parameters.MAX_VIEWS`)."""
+    min_alpha = MIN_ALPHA
+    """The smallest alpha (`ppdp.mechanisms.alphabeta.parameters.MIN_ALPHA`)."""
     guarantee_uses_table = True
     guarantee_parameters = (
         Parameter("n", int, "number of rows n (taken from the table when one is given)",
@@ -110,36 +109,10 @@ class AlphaBeta(StepsMechanism):
     def __init__(self, *, k: float | None = None, gamma: float | None = None,
                  alpha: float | None = None, beta: float | None = None, v: int = 1,
                  noise: str = "uniform", max_rows: int = 20_000_000) -> None:
-        explicit = alpha is not None or beta is not None
-        if explicit and (alpha is None or beta is None):
-            raise ValueError("give both alpha and beta, or neither (then k and gamma)")
-        if (k is None) != (gamma is None):
-            raise ValueError("give both k and gamma: the privacy is (k n/m, gamma)")
-        if not explicit and k is None:
-            raise ValueError("alphabeta needs k and gamma ((d, gamma)-privacy with d = k n/m), "
-                             "or explicit alpha and beta; e.g. -p k=10 -p gamma=0.2")
-        if k is not None:
-            require_positive("k", k)
-            require_open_unit("gamma", gamma)
-        if explicit:
-            assert alpha is not None and beta is not None  # both or neither: checked above
-            require_open_unit("alpha", alpha)
-            require_open_unit("beta", beta)
-            if alpha + beta > 1:
-                raise ValueError(f"alpha + beta is a probability; got {alpha + beta:g} > 1")
-            if alpha < self.min_alpha:
-                raise ValueError(f"alpha must be at least {self.min_alpha:g} for the counts to "
-                                 f"be estimated (Algorithm 3 divides by it), got {alpha!r}")
-        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= self.max_views:
-            raise ValueError(f"v (number of views) must be an integer in 1..{self.max_views:,}, "
-                             f"got {format_value(v)}")
+        check_alphabeta(k=k, gamma=gamma, alpha=alpha, beta=beta, v=v, noise=noise)
         if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
             raise ValueError(f"max_rows must be an integer >= 1 (the largest expected view "
                              f"size), got {max_rows!r}")
-        if noise not in ("uniform", "marginal"):
-            raise ValueError(f"noise must be 'uniform' or 'marginal', got {noise!r}")
-        if noise == "marginal" and v > 1:
-            raise ValueError("non-uniform noise (Algorithm 5) is for a single view: use v = 1")
         self.k, self.gamma, self.alpha, self.beta, self.v = k, gamma, alpha, beta, v
         self.noise = noise
         self.max_rows = max_rows

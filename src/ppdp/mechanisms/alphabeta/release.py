@@ -13,6 +13,12 @@ import pyarrow as pa
 from ppdp.data.schema import Schema
 from ppdp.mechanisms.alphabeta.domain import TupleDomain, _contains
 from ppdp.mechanisms.alphabeta.draws import published_rates, source_scale
+from ppdp.mechanisms.alphabeta.parameters import (
+    check_alphabeta,
+    check_marginals,
+    check_published_columns,
+    check_view,
+)
 from ppdp.plan.order import part_count, split_parts
 from ppdp.query.binding import BoundQuery
 from ppdp.query.cube import Cube, count_histogram
@@ -46,6 +52,21 @@ class AlphaBetaRelease(Release):
         self._cube = Cube({**self.codes, SEEN_COLUMN: seen}, {**schema.sizes(), SEEN_COLUMN: 2},
                           n_rows)
         self._earlier_cube = Cube(self.earlier, schema.sizes(), n_earlier)
+
+    @classmethod
+    def check_parameters(cls, schema: Schema, parameters: Mapping[str, Any]) -> None:
+        """k, gamma, alpha, beta, v and the kind of noise as `AlphaBeta` takes them, a view
+        number within v, every column in the tuple domain, and Algorithm 5's marginals when
+        listed."""
+        marginal = "source" in parameters
+        check_alphabeta(k=parameters["k"], gamma=parameters["gamma"], alpha=parameters["alpha"],
+                        beta=parameters["beta"], v=parameters["v"],
+                        noise="marginal" if marginal else "uniform")
+        check_view(parameters["view"], parameters["v"])
+        check_published_columns(schema, "alphabeta")
+        domain = TupleDomain.of(schema)
+        if marginal:
+            check_marginals(parameters["source"], {c: schema[c].size for c in domain.columns})
 
     def _tables(self) -> dict[str, pa.Table]:
         tables = {"view": split_parts(rows_to_arrow(self.schema, self.codes), self.part_rows)}

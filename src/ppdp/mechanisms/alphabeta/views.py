@@ -35,6 +35,7 @@ from ppdp.mechanisms.alphabeta.draws import (
     view_rates,
 )
 from ppdp.mechanisms.alphabeta.release import AlphaBetaRelease
+from ppdp.mechanisms.alphabeta.same_rows import rows_record, tuple_histograms
 from ppdp.mechanisms.base import Progress, require_declared_domains
 from ppdp.plan.engine import publish
 from ppdp.plan.keyed import make_key
@@ -121,6 +122,13 @@ class ViewSequence:
             self._fingerprint = fingerprint(self.table, self.distinct())
         return self._fingerprint
 
+    @property
+    def rows(self) -> dict[str, Any]:
+        """The rows apart from their columns and domains (`same_rows.rows_record`: private,
+        like the fingerprint), recorded in the state."""
+        return rows_record(self.table.schema, self.table.n_rows,
+                           tuple_histograms(self.domain, *self.distinct()))
+
     def next_view(self, random_state: RandomState, progress: Progress | None = None,
                    batch_rows: int | None = None) -> tuple[int, ViewDraws, dict[str, Any]]:
         """The number, keyed draws and public parameters of the next view; raises when the
@@ -186,13 +194,15 @@ class ViewSequence:
         return path
 
     def save_state(self, directory: str | os.PathLike[str]) -> Path:
-        """Write the publisher's private state (views published, V', the table's fingerprint
-        and the parameters) atomically, for the next ``load_state``."""
+        """Write the publisher's private state (views published, V', the table's fingerprint,
+        its rows apart from columns and domains, and the parameters) atomically, for the next
+        ``load_state``."""
         target = Path(directory)
         with staged_directory(target) as staging:
             pq.write_table(pa.table({"key": self.earlier}), staging / "earlier.parquet")
             state = {"format": STATE_FORMAT, "fingerprint": self.fingerprint,
-                     "parameters": self.mechanism.parameter_values, "published": self.published}
+                     "parameters": self.mechanism.parameter_values, "published": self.published,
+                     "rows": self.rows}
             (staging / "state.json").write_text(json.dumps(state, indent=2) + "\n")
             commit_directory(staging, target, overwrite=True, replaceable=require_state)
         return target

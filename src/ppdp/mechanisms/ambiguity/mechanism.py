@@ -10,12 +10,15 @@ from typing import Any
 import numpy as np
 
 from ppdp.data.schema import code_dtype
-from ppdp.errors import SchemaError
 from ppdp.mechanisms.ambiguity.groups import ambiguity_groups, sorted_unique
 from ppdp.mechanisms.ambiguity.guarantee import ambiguity_guarantee
-from ppdp.mechanisms.ambiguity.release import AmbiguityRelease
+from ppdp.mechanisms.ambiguity.release import (
+    AmbiguityRelease,
+    check_ambiguity_columns,
+    check_bounds,
+)
 from ppdp.mechanisms.base import GroupMechanism, require_sensitive
-from ppdp.mechanisms.parameters import Parameter, require_unit_interval
+from ppdp.mechanisms.parameters import Parameter
 from ppdp.plan.resources import Footprint
 from ppdp.table.source import SummarySource
 from ppdp.table.table import Table
@@ -43,16 +46,13 @@ class Ambiguity(GroupMechanism):
     )
 
     def __init__(self, *, alpha: float, beta: float) -> None:
-        self.alpha = require_unit_interval("alpha", alpha)
-        self.beta = require_unit_interval("beta", beta)
+        self.alpha, self.beta = check_bounds(alpha, beta)
 
     def sensitive_columns(self, data: Table | SummarySource) -> tuple[str, ...]:
         """The one sensitive column, with a declared domain (and at least one
         quasi-identifier beside it)."""
-        sensitive = require_sensitive(data, "ambiguity", exactly_one=True)
-        if not data.schema.quasi_identifiers:
-            raise SchemaError("ambiguity needs at least one quasi-identifier column")
-        return sensitive
+        require_sensitive(data, "ambiguity", exactly_one=True)
+        return check_ambiguity_columns(data.schema)
 
     def publish_block(self, table: Table, rng: np.random.Generator) -> AmbiguityRelease:
         """The QI-groups of Algorithm 2 (Section 7), published as the ambiguity scheme

@@ -17,7 +17,10 @@ import pyarrow as pa
 import scipy.sparse as sp
 
 from ppdp.data.schema import Schema
+from ppdp.errors import SchemaError
 from ppdp.estimators.group_product import GroupProduct
+from ppdp.mechanisms.base import check_sensitive
+from ppdp.mechanisms.parameters import require_integer, require_unit_interval
 from ppdp.mechanisms.presence import presence_probability
 from ppdp.plan.blocks import GROUP_COLUMN
 from ppdp.query.binding import BoundQuery
@@ -27,11 +30,34 @@ from ppdp.release.base import Release
 FREQUENCY_COLUMN = "Frequency"
 
 
+def check_bounds(alpha: Any, beta: Any) -> tuple[float, float]:
+    """The presence bound alpha and the association bound beta, each in (0, 1]."""
+    return require_unit_interval("alpha", alpha), require_unit_interval("beta", beta)
+
+
+def check_ambiguity_columns(schema: Schema) -> tuple[str]:
+    """The one sensitive column, with at least one quasi-identifier beside it."""
+    sensitive = check_sensitive(schema, "ambiguity", exactly_one=True)
+    if not schema.quasi_identifiers:
+        raise SchemaError("ambiguity needs at least one quasi-identifier column")
+    (name,) = sensitive
+    return (name,)
+
+
 class AmbiguityRelease(Release):
     """An ambiguity scheme: AT_i = (QI_i, GroupID) for each quasi-identifier, and
     ST = (GroupID, S, Frequency) (Definition 3.3)."""
 
     mechanism = "ambiguity"
+
+    @classmethod
+    def check_parameters(cls, schema: Schema, parameters: Mapping[str, Any]) -> None:
+        """The columns, and alpha and beta (of Algorithm 2; a scheme over other groups has
+        neither), as `Ambiguity` checks them, and a whole number of groups."""
+        check_ambiguity_columns(schema)
+        if "alpha" in parameters or "beta" in parameters:
+            check_bounds(parameters["alpha"], parameters["beta"])
+        require_integer("n_groups", parameters["n_groups"], 1)
 
     def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
                  auxiliary: Mapping[str, tuple[np.ndarray, np.ndarray]],

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from ppdp.mechanisms.anatomy.guarantee import anatomy_guarantee
-from ppdp.mechanisms.anatomy.release import AnatomyRelease
+from ppdp.mechanisms.anatomy.release import AnatomyRelease, check_l
 from ppdp.mechanisms.base import GroupMechanism, require_sensitive
 from ppdp.mechanisms.grouping import DistinctValueGroups, distinct_value_groups
-from ppdp.mechanisms.parameters import Parameter, require_integer
+from ppdp.mechanisms.parameters import Parameter
 from ppdp.mechanisms.shuffle import shuffled_positions
 from ppdp.plan.resources import Footprint
 from ppdp.table.source import SummarySource
@@ -41,7 +41,7 @@ class Anatomy(GroupMechanism):
     )
 
     def __init__(self, *, l: int) -> None:  # noqa: E741 - the paper's symbol
-        self.l = require_integer("l", l, 2)
+        self.l = check_l(l)
 
     def sensitive_columns(self, data: Table | SummarySource) -> tuple[str, ...]:
         """The one sensitive column, with a declared domain."""

@@ -14,6 +14,8 @@ import pyarrow as pa
 
 from ppdp.data.schema import Schema
 from ppdp.errors import QueryError
+from ppdp.mechanisms.base import check_sensitive
+from ppdp.mechanisms.parameters import require_integer
 from ppdp.plan.blocks import GROUP_COLUMN
 from ppdp.query.binding import BoundQuery
 from ppdp.query.cube import Cube, count_histogram, flat_key
@@ -24,6 +26,11 @@ from ppdp.release.base import Release
 if TYPE_CHECKING:
 
     import scipy.sparse as sp
+
+
+def check_l(l: Any) -> int:  # noqa: E741 - the paper's symbol
+    """Anatomy's diversity l: an integer >= 2 (distinct sensitive values per group)."""
+    return require_integer("l", l, 2)
 
 
 class AnatomyRelease(Release):
@@ -64,6 +71,17 @@ class AnatomyRelease(Release):
             "count": counts,
         })
         return {"qit": qit, "st": st}
+
+    @classmethod
+    def check_parameters(cls, schema: Schema, parameters: Mapping[str, Any]) -> None:
+        """One sensitive column and l as `Anatomy` checks them, l no larger than its domain
+        (each group holds l distinct values), and a whole number of groups."""
+        l = check_l(parameters["l"])  # noqa: E741 - the paper's symbol
+        (sensitive,) = check_sensitive(schema, "Anatomy", exactly_one=True)
+        if l > schema[sensitive].size:
+            raise ValueError(f"l = {l} exceeds the {schema[sensitive].size} values of "
+                             f"{sensitive!r}: each group holds l distinct values")
+        require_integer("n_groups", parameters["n_groups"], 1)
 
     @classmethod
     def _from_tables(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,

@@ -4,10 +4,13 @@ towards independence, so no standard error is reported."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from ppdp.data.schema import Schema
+from ppdp.mechanisms.base import check_sensitive
 from ppdp.query.binding import BoundQuery
 from ppdp.query.cube import count_histogram
 from ppdp.release.base import RowsRelease
@@ -17,6 +20,11 @@ class DbrRelease(RowsRelease):
     """A DBR release: rows with redrawn sensitive values; estimates are published counts."""
 
     mechanism = "dbr"
+
+    @classmethod
+    def check_parameters(cls, schema: Schema, parameters: Mapping[str, Any]) -> None:
+        """The sensitive columns, as `DBR` checks them (it has no parameters)."""
+        check_sensitive(schema, "DBR")
 
     def _estimate(self, queries: Sequence[BoundQuery]
                   ) -> list[tuple[np.ndarray, np.ndarray | None]]:

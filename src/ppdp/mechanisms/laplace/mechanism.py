@@ -17,17 +17,18 @@ from typing import Any
 from ppdp.errors import ReleaseError
 from ppdp.mechanisms.base import Mechanism, Progress
 from ppdp.mechanisms.laplace.guarantee import laplace_guarantee
-from ppdp.mechanisms.laplace.session import NO_RELEASE, LaplaceSession, SourceCube
-from ppdp.mechanisms.parameters import Parameter, require_positive
+from ppdp.mechanisms.laplace.session import (
+    NO_RELEASE,
+    LaplaceSession,
+    SourceCube,
+    check_laplace,
+)
+from ppdp.mechanisms.parameters import Parameter
 from ppdp.plan.keyed import make_key
 from ppdp.query.cube import Cube
 from ppdp.randomness import RandomState
 from ppdp.table.source import DEFAULT_BATCH_ROWS, Source
 from ppdp.table.table import Table
-
-MAX_SCALE = 1e12
-"""The largest noise scale sensitivity/epsilon: the noise stays below 2^53 (exact in the float64
-answers) except with probability about e^-9000."""
 
 
 class LaplaceCounts(Mechanism):
@@ -44,13 +45,7 @@ class LaplaceCounts(Mechanism):
     plan_shape = "session"
 
     def __init__(self, *, epsilon: float, sensitivity: float = 1.0) -> None:
-        self.epsilon = require_positive("epsilon", epsilon)
-        self.sensitivity = require_positive("sensitivity", sensitivity)
-        if not self.sensitivity / self.epsilon <= MAX_SCALE:
-            raise ValueError(f"the noise scale sensitivity/epsilon must be at most {MAX_SCALE:g} "
-                             f"for noisy counts to stay exact integers; epsilon must be at least "
-                             f"{self.sensitivity / MAX_SCALE:.3g} for sensitivity "
-                             f"{self.sensitivity:g}, got {epsilon!r}")
+        self.epsilon, self.sensitivity = check_laplace(epsilon, sensitivity)
 
     def session(self, table: Table | Source, *, random_state: RandomState = None,
                 batch_rows: int | None = None) -> LaplaceSession:

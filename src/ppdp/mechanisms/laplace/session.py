@@ -23,6 +23,7 @@ import pyarrow as pa
 from ppdp.data.schema import Schema
 from ppdp.errors import ReleaseError
 from ppdp.estimate import Estimate
+from ppdp.mechanisms.parameters import require_positive
 from ppdp.plan.keyed import KeyedStream
 from ppdp.query.binding import BoundQuery
 from ppdp.query.cube import MAX_CUBE_CELLS, Cube, count_histogram
@@ -119,12 +120,33 @@ class SourceCube(Cube):
             self._cache.update(counts)
 
 
+MAX_SCALE = 1e12
+"""The largest noise scale sensitivity/epsilon: the noise stays below 2^53 (exact in the float64
+answers) except with probability about e^-9000."""
+
+
+def check_laplace(epsilon: Any, sensitivity: Any) -> tuple[float, float]:
+    """epsilon and the sensitivity, positive, with a noise scale of at most `MAX_SCALE`."""
+    checked = require_positive("epsilon", epsilon)
+    scaled = require_positive("sensitivity", sensitivity)
+    if not scaled / checked <= MAX_SCALE:
+        raise ValueError(f"the noise scale sensitivity/epsilon must be at most {MAX_SCALE:g} "
+                         f"for noisy counts to stay exact integers; epsilon must be at least "
+                         f"{scaled / MAX_SCALE:.3g} for sensitivity {scaled:g}, got {epsilon!r}")
+    return checked, scaled
+
+
 class LaplaceSession(Release):
     """Noisy answers to count queries over private data; ``spent_epsilon`` tracks the budget."""
 
     mechanism = "laplace"
     # A key whose noisy answer is 0 is still an answer; hiding it would leak.
     answers_every_key = True
+
+    @classmethod
+    def check_parameters(cls, schema: Schema, parameters: Mapping[str, Any]) -> None:
+        """epsilon and the sensitivity as `LaplaceCounts` checks them."""
+        check_laplace(parameters["epsilon"], parameters["sensitivity"])
 
     def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int, cube: Cube,
                  *, key: int | None) -> None:

@@ -24,12 +24,12 @@ import pyarrow as pa
 from ppdp.data.hierarchy import BoundHierarchy, Hierarchy
 from ppdp.data.schema import Schema, list_names
 from ppdp.errors import InfeasibleError, SchemaError
-from ppdp.mechanisms.base import StepsMechanism, require_sensitive
+from ppdp.mechanisms.base import StepsMechanism, require_declared_domains, require_sensitive
 from ppdp.mechanisms.mondrian.covers import Covers, Generalized
 from ppdp.mechanisms.mondrian.guarantee import GeneralizationGuarantee, mondrian_guarantee
-from ppdp.mechanisms.mondrian.partition import _Partition, _partition, require_diversity
+from ppdp.mechanisms.mondrian.partition import _Partition, _partition, check_mondrian
 from ppdp.mechanisms.mondrian.release import MondrianRelease
-from ppdp.mechanisms.parameters import Parameter, require_integer
+from ppdp.mechanisms.parameters import Parameter
 from ppdp.plan.keyed import KeyedStream, make_key
 from ppdp.plan.order import part_count, part_of, rank_order
 from ppdp.plan.resources import Footprint
@@ -40,6 +40,10 @@ from ppdp.table.table import Table
 STREAM = "mondrian"
 """The keyed stream of the release order: rows are published in the order of their 64-bit
 draws (ties by row id), which is the only random choice Mondrian makes."""
+
+QUASI_DOMAIN_RISK = (
+    "a release lists each quasi-identifier's domain, so every value present would be listed, "
+    "those its generalized rows hide in ranges among them (a value held by one person, say)")
 
 
 @dataclass(frozen=True)
@@ -117,9 +121,7 @@ class Mondrian(StepsMechanism):
     def __init__(self, *, k: int, l: int = 1,  # noqa: E741 - the usual symbol
                  diversity: str = "distinct",
                  hierarchies: Mapping[str, Hierarchy] | None = None) -> None:
-        self.k = require_integer("k", k, 1)
-        self.l = require_integer("l", l, 1)
-        self.diversity = require_diversity(diversity)
+        self.k, self.l, self.diversity = check_mondrian(k, l, diversity)
         hierarchies = dict(hierarchies or {})
         for column, hierarchy in hierarchies.items():
             if not isinstance(hierarchy, Hierarchy):
@@ -188,6 +190,8 @@ class Mondrian(StepsMechanism):
         if not data.schema.quasi_identifiers:
             raise SchemaError("Mondrian needs at least one quasi-identifier column to "
                               "generalize")
+        require_declared_domains(data, data.schema.quasi_identifiers, "Mondrian",
+                                 QUASI_DOMAIN_RISK)
         bound = self._bind(data.schema)
         if self.k > data.n_rows:
             raise InfeasibleError(f"k = {self.k} exceeds the number of rows "

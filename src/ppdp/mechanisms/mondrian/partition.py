@@ -41,6 +41,12 @@ def require_diversity(value: Any) -> str:
     return str(value)
 
 
+def check_mondrian(k: Any, l: Any, diversity: Any  # noqa: E741 - the usual symbol
+                   ) -> tuple[int, int, str]:
+    """Mondrian's k (>= 1), l (>= 1; 1 = none) and kind of l-diversity, checked."""
+    return require_integer("k", k, 1), require_integer("l", l, 1), require_diversity(diversity)
+
+
 def mondrian_partition(ranks: Sequence[np.ndarray], sensitive: np.ndarray, *, k: int,
                        l: int = 1,  # noqa: E741 - the usual symbol
                        n_ranks: Sequence[int] | None = None,

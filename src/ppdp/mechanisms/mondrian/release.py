@@ -13,8 +13,9 @@ import pyarrow.compute as pc
 
 from ppdp.data.schema import Column, Schema
 from ppdp.estimators.group_product import GroupProduct
+from ppdp.mechanisms.base import check_sensitive
 from ppdp.mechanisms.mondrian.covers import LABEL, ROWS, VALUE, Generalized, cover_file
-from ppdp.mechanisms.mondrian.partition import require_diversity
+from ppdp.mechanisms.mondrian.partition import check_mondrian, require_diversity
 from ppdp.mechanisms.parameters import require_unit_interval
 from ppdp.mechanisms.presence import presence_probability
 from ppdp.plan.order import split_parts
@@ -31,6 +32,19 @@ class MondrianRelease(Release):
     per quasi-identifier the domain values each label covers."""
 
     mechanism = "mondrian"
+
+    @classmethod
+    def check_parameters(cls, schema: Schema, parameters: Mapping[str, Any]) -> None:
+        """k, l and the kind of l-diversity as `Mondrian` checks them, one sensitive column
+        and a quasi-identifier, and hierarchies named only for quasi-identifiers."""
+        check_mondrian(parameters["k"], parameters["l"], parameters.get("diversity", "distinct"))
+        check_sensitive(schema, "Mondrian", exactly_one=True)
+        hierarchies = parameters.get("hierarchies", [])
+        if not schema.quasi_identifiers:
+            raise ValueError("Mondrian generalizes at least one quasi-identifier")
+        if not isinstance(hierarchies, list) or not set(hierarchies) <= set(
+                schema.quasi_identifiers):
+            raise ValueError(f"hierarchies must list quasi-identifiers, got {hierarchies!r}")
 
     def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
                  generalized: Mapping[str, Generalized], rows: Mapping[str, np.ndarray],

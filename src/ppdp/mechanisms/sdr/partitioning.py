@@ -6,7 +6,11 @@ not."""
 
 from __future__ import annotations
 
-from ppdp.mechanisms.base import RowMechanism, require_sensitive
+from collections.abc import Mapping
+from typing import Any
+
+from ppdp.data.schema import Schema
+from ppdp.mechanisms.base import RowMechanism, check_sensitive, require_sensitive
 from ppdp.mechanisms.parameters import Parameter
 from ppdp.mechanisms.sdr.compound import CompoundAttribute, compound_frequencies
 from ppdp.mechanisms.sdr.formulas import (
@@ -18,7 +22,11 @@ from ppdp.mechanisms.sdr.formulas import (
 from ppdp.mechanisms.sdr.guarantee import PerturbationGuarantee, SubTableSummary
 from ppdp.mechanisms.sdr.partition import Partition, perturbation_partition
 from ppdp.mechanisms.sdr.plan import perturbation_plan
-from ppdp.mechanisms.sdr.release import PerturbationRelease, perturbation_release
+from ppdp.mechanisms.sdr.release import (
+    PerturbationRelease,
+    check_gammas,
+    perturbation_release,
+)
 from ppdp.mechanisms.sdr.uniform import UniformPerturbation
 from ppdp.plan.keyed import KeyedStream
 from ppdp.plan.quotas import QuotaAssignment
@@ -101,3 +109,12 @@ class SdrRelease(PerturbationRelease):
     """A Perturbation Partitioning release: perturbed rows with their public sub-table."""
 
     mechanism = "sdr"
+
+    @classmethod
+    def check_parameters(cls, schema: Schema, parameters: Mapping[str, Any]) -> None:
+        """The sensitive columns, (rho1, rho2) and delta as `PerturbationPartitioning` checks
+        them, and a gamma_i above 1 for each sub-table."""
+        check_sensitive(schema, "Perturbation partitioning")
+        check_privacy(parameters["rho1"], parameters["rho2"])
+        check_delta(parameters["delta"])
+        check_gammas(parameters["gamma"])

@@ -11,6 +11,7 @@ allows."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -18,8 +19,10 @@ import numpy as np
 import pyarrow as pa
 
 from ppdp.data.schema import Schema
+from ppdp.mechanisms.base import check_sensitive
+from ppdp.mechanisms.parameters import is_real
 from ppdp.mechanisms.sdr.compound import CompoundAttribute
-from ppdp.mechanisms.sdr.formulas import uniform_probabilities
+from ppdp.mechanisms.sdr.formulas import amplification_gamma, check_privacy, uniform_probabilities
 from ppdp.mechanisms.sdr.plan import SUBTABLE_COLUMN, published_domains, subtable_domains
 from ppdp.plan.engine import ScannedFiles
 from ppdp.plan.order import split_parts
@@ -45,6 +48,17 @@ class PerturbationRelease(Release):
 
     mechanism = "uniform"
     scanned = frozenset({"rows"})
+
+    @classmethod
+    def check_parameters(cls, schema: Schema, parameters: Mapping[str, Any]) -> None:
+        """The sensitive columns and (rho1, rho2) as `UniformPerturbation` checks them, and
+        gamma as it publishes it: one, Eq. 6's for (rho1, rho2)."""
+        check_sensitive(schema, "Uniform perturbation")
+        rho1, rho2 = check_privacy(parameters["rho1"], parameters["rho2"])
+        (gamma,) = check_gammas(parameters["gamma"], at_most=1)
+        if not math.isclose(gamma, float(amplification_gamma(rho1, rho2)), rel_tol=1e-9):
+            raise ValueError(f"gamma = {gamma!r} is not rho2 (1 - rho1)/(rho1 (1 - rho2)) for "
+                             f"rho1 = {rho1:g}, rho2 = {rho2:g} (Eq. 6)")
 
     def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
                  codes: Mapping[str, np.ndarray] | ScanCube, subtable: np.ndarray | None,
@@ -233,6 +247,19 @@ class PerturbationRelease(Release):
         share = np.clip(share, in_domain * q, p + in_domain * q)
         variance = res * share * (1 - share) / p ** 2
         return estimate.sum(axis=n_plain), variance.sum(axis=n_plain)
+
+
+def check_gammas(gammas: Any, *, at_most: int | None = None) -> list[float]:
+    """gamma_i of each sub-table as a release lists them: finite numbers above 1 (a sub-table
+    keeps its values with p_i = (gamma_i - 1)/(m_i - 1 + gamma_i) > 0, Eq. 4)."""
+    if not isinstance(gammas, list) or not gammas or (at_most is not None
+                                                      and len(gammas) > at_most):
+        count = "one gamma" if at_most == 1 else "a gamma per sub-table"
+        raise ValueError(f"gamma must be a list of {count}, got {gammas!r}")
+    for gamma in gammas:
+        if not is_real(gamma) or not math.isfinite(gamma) or gamma <= 1:
+            raise ValueError(f"every sub-table needs gamma > 1, a finite number; got {gamma!r}")
+    return [float(gamma) for gamma in gammas]
 
 
 _Perturbed = TypeVar("_Perturbed", bound=PerturbationRelease)

@@ -14,10 +14,10 @@ import numpy as np
 
 from ppdp.mechanisms.base import GroupMechanism, require_sensitive
 from ppdp.mechanisms.grouping import DistinctValueGroups, distinct_value_groups
-from ppdp.mechanisms.parameters import Parameter, require_integer
+from ppdp.mechanisms.parameters import Parameter
 from ppdp.mechanisms.shuffle import publish_rows
 from ppdp.mechanisms.splu.guarantee import splu_guarantee
-from ppdp.mechanisms.splu.release import SpluRelease
+from ppdp.mechanisms.splu.release import SpluRelease, check_gamma
 from ppdp.plan.resources import Footprint
 from ppdp.table.source import SummarySource
 from ppdp.table.table import Table
@@ -48,7 +48,7 @@ class SPLUGen(GroupMechanism):
     )
 
     def __init__(self, *, gamma: int) -> None:
-        self.gamma = require_integer("gamma", gamma, 2)
+        self.gamma = check_gamma(gamma)
 
     def sensitive_columns(self, data: Table | SummarySource) -> tuple[str, ...]:
         """The sensitive columns (one or more), with declared domains."""

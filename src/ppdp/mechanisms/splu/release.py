@@ -26,6 +26,7 @@ import numpy as np
 
 from ppdp.data.schema import Schema
 from ppdp.estimators.reconstruct import delta_method_variance, iterative_bayesian
+from ppdp.mechanisms.base import check_sensitive
 from ppdp.mechanisms.parameters import require_integer
 from ppdp.mechanisms.splu.decoy_transition import ValueModel, estimate_variance
 from ppdp.query.binding import BoundQuery
@@ -36,6 +37,11 @@ from ppdp.release.base import RowsRelease
 
 ESTIMATORS = ("layout", "paper")
 """SPLU-Gen's estimators: the value-level model (default) and Section 5's two-state model."""
+
+
+def check_gamma(gamma: Any) -> int:
+    """SPLU-Gen's decoy group size gamma: an integer >= 2 (Section 3.1)."""
+    return require_integer("gamma", gamma, 2)
 
 
 class SpluRelease(RowsRelease):
@@ -59,6 +65,16 @@ class SpluRelease(RowsRelease):
         super().__init__(schema, parameters, n_rows, codes)
         self.gamma = require_integer("gamma", int(self.parameters["gamma"]), 2)
         self._models: dict[tuple[str, ...], ValueModel] = {}
+
+    @classmethod
+    def check_parameters(cls, schema: Schema, parameters: Mapping[str, Any]) -> None:
+        """Sensitive columns and gamma as `SPLUGen` checks them, and gamma no larger than
+        each sensitive domain (a decoy group holds gamma distinct values, Section 3.1)."""
+        gamma = check_gamma(parameters["gamma"])
+        for name in check_sensitive(schema, "SPLU-Gen"):
+            if gamma > schema[name].size:
+                raise ValueError(f"gamma = {gamma} exceeds the {schema[name].size} values of "
+                                 f"{name!r}: decoy groups hold gamma distinct values")
 
     def _estimate(self, queries: Sequence[BoundQuery]
                   ) -> list[tuple[np.ndarray, np.ndarray | None]]:
