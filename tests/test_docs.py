@@ -8,13 +8,15 @@ escape by an unmarked fence):
 - ```console: the lines after ``$ `` run as ```bash, the other lines are output;
 - ```py: an excerpt of code shown elsewhere in full: it must appear, as written, in a file of
   the repository;
-- ```sh: the quick start, which CI runs: each line must be a line of .ci/run;
+- ```sh: set-up commands, not run here: each line must be a line of .ci/run (the quick start,
+  Java), or a ``pip install`` of ppdp;
 - ```json: must parse; ```text (output samples) and ```mermaid (diagrams): shown only.
 
 Blocks of a page share one temporary working directory, which holds the bundled data as files
 (``adult.parquet``, ``adult.csv``, ``adult.domains.json``, the hierarchies in ``hierarchies/``).
 A page that says ``<!-- docs-test: spark -->`` needs pyspark and Java 17: without them it
-skips and says why.
+skips and says why; its Python blocks run each in a process of its own, so that the Spark
+session it starts is not the one the Spark tests share.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DO
 RUN = {"python", "bash", "console"}
 SHOWN = {"text", "mermaid", "json", "py", "sh"}
 DATASETS = ROOT / "src" / "ppdp" / "datasets"
+PIP_INSTALL = re.compile(r"^pip install '?ppdp(\[[a-z,]+\])?'?$")
 SPARK_PAGE = "<!-- docs-test: spark -->"
 
 
@@ -64,7 +67,7 @@ def test_every_fence_is_known(page: Path) -> None:
 def test_the_shown_blocks_hold(page: Path) -> None:
     sources = [path.read_text() for folder in ("src", "tests", "benchmarks", "tools")
                for path in (ROOT / folder).rglob("*.py")]
-    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    ci = {line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()}
     for language, body in _blocks(page):
         if language == "json":
             json.loads(body)
@@ -72,7 +75,8 @@ def test_the_shown_blocks_hold(page: Path) -> None:
             assert any(body in source for source in sources), \
                 f"{_name(page)}: an excerpt found in no file:\n{body}"
         elif language == "sh":
-            missing = [line for line in body.splitlines() if line and line not in ci]
+            missing = [line for line in body.splitlines()
+                       if line and line not in ci and not PIP_INSTALL.match(line)]
             assert not missing, f"{_name(page)}: not run by .ci/run: {missing}"
 
 
@@ -114,7 +118,8 @@ RUNNING = [page for page in PAGES if any(lang in RUN for lang, _ in _blocks(page
 @pytest.mark.parametrize("page", RUNNING, ids=_name)
 def test_the_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     text = page.read_text()
-    if SPARK_PAGE in text and (reason := _spark_missing()):
+    spark = SPARK_PAGE in text
+    if spark and (reason := _spark_missing()):
         pytest.skip(f"{_name(page)} needs Spark: {reason}")
     environment = _setup(tmp_path)
     monkeypatch.chdir(tmp_path)
@@ -126,12 +131,14 @@ def test_the_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.Monkey
     try:
         for number, (language, body) in enumerate(_blocks(page)):
             where = f"{_name(page)}, {language} block {number}"
-            if language == "python":
+            if language == "python" and not spark:
                 exec(compile(body, where, "exec"), names)
-            elif language in ("bash", "console"):
-                script = body if language == "bash" else "\n".join(
+            elif language in ("bash", "console") or spark:
+                script = body if language != "console" else "\n".join(
                     line[2:] for line in body.splitlines() if line.startswith("$ "))
-                done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script],
+                command = [sys.executable, "-c", script] if language == "python" else \
+                    ["bash", "-e", "-o", "pipefail", "-c", script]
+                done = subprocess.run(command,
                                       cwd=tmp_path, env=environment, capture_output=True,
                                       text=True, check=False)
                 assert done.returncode == 0, \
