@@ -42,7 +42,7 @@ def validator(name: str) -> Draft202012Validator:
 
 @pytest.fixture(scope="module")
 def table(tmp_path_factory: pytest.TempPathFactory) -> ppdp.Table:
-    """3,000 rows of the bundled Adult over seven columns, an ordered column among them, domains declared."""
+    """3,000 rows of the bundled Adult over seven columns, one of them ordered, domains declared."""
     adult = ppdp.datasets.adult(sensitive="occupation").select(COLUMNS)
     path = tmp_path_factory.mktemp("schemas") / "adult.parquet"
     pq.write_table(adult.to_arrow().slice(0, 3_000), path)
