@@ -27,3 +27,7 @@ class ReleaseError(PpdpError):
 
 class InfeasibleError(PpdpError, ValueError):
     """The data cannot meet the requested privacy parameters."""
+
+
+class MissingDependencyError(PpdpError, ImportError):
+    """An optional dependency is not installed; the message names the extra that installs it."""

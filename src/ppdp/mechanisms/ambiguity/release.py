@@ -32,6 +32,8 @@ class AmbiguityRelease(Release):
     ST = (GroupID, S, Frequency) (Definition 3.3)."""
 
     mechanism = "ambiguity"
+    # One table per quasi-identifier and the sensitive table: none is the main one.
+    main_table = None
 
     def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
                  auxiliary: Mapping[str, tuple[np.ndarray, np.ndarray]],
