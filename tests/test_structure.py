@@ -15,8 +15,7 @@ import pytest
 SOURCE = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SOURCE / "ppdp"
 MAX_LINES = 800
-DEFERRED_FOR_SPEED = {("ppdp.query.parse", "ppdp.query.sql"),
-                      ("ppdp.mechanisms.laplace.session", "ppdp.mechanisms.laplace.opendp_noise")}
+DEFERRED_FOR_SPEED = {("ppdp.query.parse", "ppdp.query.sql")}
 """Function-local imports outside the CLI, each deferring a slow import (and saying so)."""
 
 

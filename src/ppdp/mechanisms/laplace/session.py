@@ -24,6 +24,7 @@ import pyarrow as pa
 from ppdp.data.schema import Schema
 from ppdp.errors import ReleaseError
 from ppdp.estimate import Estimate
+from ppdp.mechanisms.laplace.opendp_noise import discrete_laplace
 from ppdp.plan.keyed import KeyedStream
 from ppdp.query.binding import BoundQuery
 from ppdp.query.cube import MAX_CUBE_CELLS, Cube, count_histogram
@@ -138,11 +139,8 @@ class LaplaceSession(Release):
         self.scale = float(parameters["sensitivity"]) / float(parameters["epsilon"])
         self._opendp: Callable[[int], np.ndarray] | None = None
         if key is None:
-            # Imported here, not at the top: OpenDP (the ``laplace`` extra) takes seconds to
-            # import and only a session without a seed draws from it; without it, this is the
-            # one-line error naming the extra, raised before any count is answered.
-            from ppdp.mechanisms.laplace.opendp_noise import discrete_laplace
-
+            # Without OpenDP (the ``laplace`` extra) this is the one-line error naming the
+            # extra, raised before any count is answered.
             self._opendp = discrete_laplace(self.scale)
         self.spent_epsilon = 0.0
         alpha = math.exp(-1.0 / self.scale)
