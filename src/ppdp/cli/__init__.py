@@ -20,11 +20,15 @@ from ppdp.cli import (
     publish,
     risk,
 )
-from ppdp.cli._app import app, main
+from ppdp.cli._app import app, filled_help, main
 
 __all__ = ["app", "main"]
+
+# The commands whose help lists a registry, filled in when that help is shown.
+_FILLED = {attack.attack: attack.help_lists, evaluate.evaluate: evaluate.help_lists}
 
 # The commands, in the order `ppdp --help` lists them.
 for _command in (publish.publish, count.count, guarantee.guarantee, risk.risk, attack.attack,
                  evaluate.evaluate, compare.compare, mechanisms.mechanisms, demo.demo):
-    app.command()(_command)
+    _fill = _FILLED.get(_command)
+    app.command(cls=filled_help(_fill) if _fill is not None else None)(_command)

@@ -7,7 +7,7 @@ red ``error: ...`` line on standard error and exit code 2, without a traceback."
 import functools
 import itertools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, NoReturn, ParamSpec, TypeVar
 
 import typer
@@ -39,6 +39,23 @@ class _Group(typer.core.TyperGroup):
         if command is not None:
             _refuse_flag_values(_plain_flags(command.get_params(ctx)), rest)
         return name, command, rest
+
+
+def filled_help(fill: Callable[[], Mapping[str, str]]) -> type[typer.core.TyperCommand]:
+    """A command class whose help, and its parameters' help, have each key of ``fill()``
+    replaced by its text when the help is shown: lists made from registries that the command
+    line must not import at start-up (they load numpy, the mechanisms, scikit-learn)."""
+
+    class _Filled(typer.core.TyperCommand):
+        def format_help(self, ctx: Any, formatter: Any) -> None:
+            for key, text in fill().items():
+                self.help = (self.help or "").replace(key, text)
+                for param in self.params:
+                    if getattr(param, "help", None):
+                        param.help = param.help.replace(key, text)
+            super().format_help(ctx, formatter)
+
+    return _Filled
 
 
 def _plain_flags(params: list[Any]) -> list[Any]:

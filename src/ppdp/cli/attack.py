@@ -35,8 +35,7 @@ def attack(
              "dataset name")],
     attacks: Annotated[list[str] | None, typer.Option(
         "--attack", "-a", help="an attack to run (repeatable; default: every one that "
-                               "applies): inference, definetti, small_counts, posterior, "
-                               "presence, linkage")] = None,
+                               "applies): @ATTACK_NAMES@")] = None,
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="directory for attacks.csv, attack-risk.png and "
                                "individuals.csv (the individuals most at risk: for the "
@@ -58,14 +57,13 @@ def attack(
     """Run the known attacks on a release against the table it was published from.
 
     Each attack's success is printed beside the baseline (what an adversary
-    reaches without the release) and the bound the mechanism states:
-    inference (a classifier learnt from the release), definetti (Kifer
-    2009; Anatomy, ambiguity), small_counts (SPLU-Gen, against T_P),
-    posterior (uniform, sdr: against rho2), presence and repeated
-    (alphabeta, frapp: against gamma), linkage and singling_out (Mondrian,
-    ambiguity). With -o, the individuals most at risk go to
-    individuals.csv: that file is for the custodian only, and -o may not be
-    a release directory.
+    reaches without the release) and the bound the mechanism states. The
+    attacks (--attack names one):
+
+    @ATTACKS@
+
+    With -o, the individuals most at risk go to individuals.csv: that file
+    is for the custodian only, and -o may not be a release directory.
 
     Examples:
 
@@ -122,3 +120,16 @@ def _scalars(values: Mapping[str, Any]) -> dict[str, Any]:
     """The parameters that are single values (lists such as sdr's gamma_i left out)."""
     return {k: v for k, v in values.items() if not isinstance(v, list | dict)}
 
+
+
+def help_lists() -> dict[str, str]:
+    """The attacks of the registry, for ``ppdp attack --help``: their names, and one a line
+    with what it is and the other results it reports."""
+    # Imported here, not at start-up: the attacks load scikit-learn.
+    from ppdp.attack.run import attack_list
+
+    attacks = attack_list()
+    lines = [f"  {name}: {what}" + (f" Also reports {', '.join(also)}." if also else "")
+             for name, what, also in attacks]
+    return {"@ATTACK_NAMES@": ", ".join(name for name, _, _ in attacks),
+            "@ATTACKS@": "\n".join(lines)}

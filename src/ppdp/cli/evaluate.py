@@ -18,7 +18,7 @@ from ppdp.cli._output import out
 @handle_errors
 def evaluate(
     names: Annotated[list[str] | None, typer.Argument(
-        help="experiments to run (see below); none with --all runs every one")] = None,
+        help="experiments to run (listed above); none with --all runs every one")] = None,
     all_experiments: Annotated[bool, typer.Option("--all", help="run every experiment")] = False,
     output: Annotated[Path, typer.Option("--output", "-o", help="report directory")] = Path(
         "evaluation"),
@@ -34,10 +34,9 @@ def evaluate(
 
     Writes report.html (self-contained, figures embedded), claims.csv (paper
     says / we measured / verdict) and one CSV of raw results per
-    experiment. Experiments: splu (SPLU-Gen Section 6), sdr (small domain
-    randomization Section 6), alphabeta (alpha-beta Section 5), ambiguity
-    (ambiguity Section 8.3), attack (attack success against each
-    mechanism's privacy parameter on Adult, see ppdp attack).
+    experiment. The experiments:
+
+    @EXPERIMENTS@
 
     Examples:
 
@@ -86,3 +85,12 @@ def evaluate(
     for path in files:
         console.print(Text(f"wrote {path}"))
 
+
+
+def help_lists() -> dict[str, str]:
+    """The experiments of the registry, one a line, for ``ppdp evaluate --help``."""
+    # Imported here, not at start-up: the registry loads every experiment.
+    from ppdp.evaluate.experiments import EXPERIMENTS
+
+    return {"@EXPERIMENTS@": "\n".join(f"  {name}: {what}"
+                                        for name, (what, _) in EXPERIMENTS.items())}

@@ -20,7 +20,7 @@ def mechanisms() -> None:
     """
     # Imported here, not at start-up: listing them imports every mechanism.
     from ppdp.mechanisms.base import all_mechanisms
-    from ppdp.mechanisms.parameters import REQUIRED
+    from ppdp.mechanisms.parameters import REQUIRED, number_text
 
     table = RichTable(title="mechanisms")
     table.add_column("name", style="bold")
@@ -29,7 +29,7 @@ def mechanisms() -> None:
     for name, cls in all_mechanisms().items():
         lines = []
         for p in cls.parameters:
-            default = "required" if p.default is REQUIRED else f"default {p.default}"
+            default = "required" if p.default is REQUIRED else f"default {number_text(p.default)}"
             lines.append(f"{p.name} ({p.kind.__name__}, {default}): {p.help}")
         table.add_row(name, Text(cls.summary), Text("\n".join(lines) or "none"))
     out().print(table)

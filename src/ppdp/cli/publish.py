@@ -21,13 +21,22 @@ from ppdp.cli._app import handle_errors
 from ppdp.cli._options import (
     SEED_HELP,
     STREAMING_MB,
+    Domain,
+    DomainsFile,
     DropMissing,
     Encoding,
+    Hierarchies,
+    Names,
+    NoHeader,
     NonNumeric,
+    ObservedDomains,
+    QuasiIdentifiers,
+    QuasiIdentifiersLong,
     Separator,
     check_engine,
     declared_domains,
     parse_params,
+    quasi_identifiers,
     reading,
 )
 from ppdp.cli._output import out, parameters_text
@@ -48,9 +57,8 @@ def publish(
     sensitive: Annotated[str | None, typer.Option(
         "--sensitive", "-s", help="sensitive column(s), comma-separated (alphabeta and frapp "
                                   "treat every column as an attribute of the tuple)")] = None,
-    qi: Annotated[str | None, typer.Option(
-        "--qi", help="quasi-identifier columns, comma-separated (default: every "
-                     "non-sensitive column; others are left out)")] = None,
+    qi: QuasiIdentifiers = None,
+    quasi_identifiers_long: QuasiIdentifiersLong = None,
     param: Annotated[list[str] | None, typer.Option(
         "--param", "-p", help="mechanism parameter key=value (repeatable)")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help=SEED_HELP)] = None,
@@ -65,21 +73,12 @@ def publish(
         "--state-dir", help="alphabeta: where the private state of the views of a table is "
                             "kept (default: $PPDP_STATE_DIR, else ~/.local/state/ppdp); the "
                             "views of a table are counted there, whatever the output")] = None,
-    hierarchies: Annotated[str | None, typer.Option(
-        "--hierarchies", help="folder of ARX hierarchy files (*hierarchy_<column>.csv, lines "
-                              "leaf;level1;...;*), or 'adult' for the bundled Adult "
-                              "hierarchies: their leaves are the declared domains; mondrian "
-                              "also generalizes by them")] = None,
-    domains_file: Annotated[Path | None, typer.Option(
-        "--domains", help="JSON file declaring public domains: {\"domains\": {\"age\": "
-                          "{\"min\": 0, \"max\": 120}, \"sex\": [\"F\", \"M\"]}}")] = None,
-    domain: Annotated[list[str] | None, typer.Option(
-        "--domain", help="declare one column's public domain: COL=MIN..MAX (integers) or "
-                         "COL=a,b,c (repeatable)")] = None,
-    observed_domains: Annotated[bool, typer.Option(
-        "--observed-domains", help="take the values present as the public domains of the "
-                                   "columns not declared otherwise: the release then reveals "
-                                   "which values occur in the data")] = False,
+    hierarchies: Hierarchies = None,
+    domains_file: DomainsFile = None,
+    domain: Domain = None,
+    observed_domains: ObservedDomains = False,
+    names: Names = None,
+    no_header: NoHeader = False,
     engine: Annotated[str, typer.Option(
         "--engine", help="memory (read the whole table), streaming (read the file in batches: "
                          "memory bounded whatever its size), auto (streaming for files of "
@@ -106,6 +105,7 @@ def publish(
       ppdp publish adult -m mondrian -s occupation -p k=5 -p l=5 -p diversity=frequency -o gen
       ppdp publish visits.csv -m splu -s disease --domains visits-domains.json -o rel
       ppdp publish visits.csv -m dbr -s disease --domain disease=flu,cold,hiv -o rel
+      ppdp publish adult.data --no-header --names age,workclass,...,income -m dbr -s income -o rel
 
     A release lists the domain of each column it publishes, so the domains
     must be public: declared with --domains, --domain or --hierarchies (the
@@ -143,9 +143,10 @@ def publish(
     check_engine(engine)
     runner = get_engine(choose_engine(engine, source))
     read = runner.read_options(source, **reading(
-        sensitive=sensitive, qi=qi, drop_missing=drop_missing, sep=sep, domains=declared,
-        observed_domains=observed_domains, non_numeric=non_numeric, encoding=encoding),
-        batch_rows=batch_rows)
+        sensitive=sensitive, qi=quasi_identifiers(qi, quasi_identifiers_long),
+        drop_missing=drop_missing, sep=sep, domains=declared, observed_domains=observed_domains,
+        non_numeric=non_numeric, encoding=encoding, source=source, names=names,
+        no_header=no_header), batch_rows=batch_rows)
     root = _state_root(state_dir) if instance.name == "alphabeta" else None
     views: Any = None
     with runner.command() as where, _shown(source, where=where, batched=runner.batched) as shown:

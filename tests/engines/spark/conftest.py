@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-
 SETUP_MODULE = "test_spark_setup"
 """The tests of the refusals themselves, which run without Spark."""
 
