@@ -16,6 +16,8 @@ from ppdp.cli._app import handle_errors
 from ppdp.cli._options import (
     DropMissing,
     JsonOutput,
+    Names,
+    NoHeader,
     NonNumeric,
     Separator,
     read_source,
@@ -51,6 +53,8 @@ def attack(
                        "from group releases (default: OS entropy)")] = None,
     drop_missing: DropMissing = False,
     sep: Separator = None,
+    names: Names = None,
+    no_header: NoHeader = False,
     non_numeric: NonNumeric = "error",
     json_output: JsonOutput = False,
 ) -> None:
@@ -82,7 +86,8 @@ def attack(
         refuse_release_directory(output)
     release = load_release(release_dir)
     table = read_source(source, **reading(sensitive=sensitive, drop_missing=drop_missing,
-                                          sep=sep, non_numeric=non_numeric))
+                                          sep=sep, non_numeric=non_numeric, source=source,
+                                          names=names, no_header=no_header))
     report = run_attacks(release, table, attacks=attacks, sensitive=sensitive,
                          random_state=seed)
     files = report.write(output, top=top or None) if output is not None else []
