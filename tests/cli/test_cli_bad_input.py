@@ -117,7 +117,7 @@ BATTERY: list[tuple[str, Callable[[dict[str, Path]], list[object]]]] = [
     ("unknown column", lambda f: ["count", f["release"], "agee > 3"]),
     ("text against a number", lambda f: ["count", f["release"], "sex > 3"]),
     ("division by zero", lambda f: ["count", f["release"], "age / 0 > 1"]),
-    ("another table", lambda f: ["count", f["release"],
+    ("another table", lambda f: ["count", f["good"],
                                  "SELECT COUNT(*) FROM users WHERE age > 3"]),
     ("huge number", lambda f: ["count", f["release"], "age > 1e400"]),
     ("nested release.json", lambda f: ["count", f["deep"], "age > 3"]),
