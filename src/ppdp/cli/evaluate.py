@@ -26,8 +26,9 @@ def evaluate(
         "--quick", help="small pools and few publications: every experiment in seconds")] = False,
     data: Annotated[Path | None, typer.Option(
         "--data", help="folder with the fars dataset and its hierarchies and more/ with "
-                       "MEPS (default: shared/datasets beside the repository); Adult and its "
-                       "hierarchies are bundled")] = None,
+                       "MEPS, which sdr, sdr_axes, size and ambiguity need (default: "
+                       "../shared/datasets where it exists, as beside a checkout of the "
+                       "repository); Adult and its hierarchies are bundled")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help=SEED_HELP)] = None,
 ) -> None:
     """Reproduce the papers' experiments and write a report.
