@@ -148,11 +148,16 @@ def declared_domains(domains_file: Path | None, domain: Sequence[str] | None,
     """The domains declared by --domains, --domain and --hierarchies (later ones win)."""
     # Imported here, not at start-up: domains load numpy.
     from ppdp.data.domains import hierarchy_domains, parse_domain_options, read_domains_file
+    from ppdp.errors import SchemaError
 
     declared: dict[str, Any] = {}
     if domains_file is not None:
         declared.update(read_domains_file(domains_file))
     if hierarchies:
         declared.update(hierarchy_domains(hierarchies))
-    declared.update(parse_domain_options(domain or ()))
+    try:
+        declared.update(parse_domain_options(domain or ()))
+    except SchemaError as exc:
+        # The text of a --domain option, not the data: a usage error (exit code 2).
+        raise ValueError(str(exc)) from None
     return declared

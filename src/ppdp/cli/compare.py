@@ -19,6 +19,7 @@ from ppdp.cli._options import (
     DropMissing,
     Encoding,
     Hierarchies,
+    JsonOutput,
     Names,
     NoHeader,
     NonNumeric,
@@ -31,7 +32,7 @@ from ppdp.cli._options import (
     read_source,
     reading,
 )
-from ppdp.cli._output import out, parameters_text
+from ppdp.cli._output import echo_json, out, parameters_text
 
 
 @handle_errors
@@ -74,6 +75,7 @@ def compare(
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="write into a directory that holds files (report.html and "
                             "results.json are replaced, nothing else is touched)")] = False,
+    json_output: JsonOutput = False,
 ) -> None:
     """Compare every mechanism at one privacy level on your table and queries.
 
@@ -91,6 +93,7 @@ def compare(
       ppdp compare adult -s occupation --privacy rho1=1/13,rho2=0.2 --quick -o cmp
       ppdp compare visits.csv -s disease --queries my-queries.sql --privacy beta=0.25 -o cmp
       ppdp compare adult -s occupation --privacy small-count:a=3,eps=0.3,tp=0.6 --advice-only
+      ppdp compare visits.csv -s disease --qi age,sex --quick --json -o cmp
     """
     # Imported here, not at start-up: the comparison loads every mechanism.
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
@@ -125,6 +128,11 @@ def compare(
         names=names, no_header=no_header, hierarchies=hierarchies, domains_file=domains_file,
         domain=domain, observed=observed_domains or bool(undeclared))
     console = out()
+    if report is None and json_output:
+        echo_json({"privacy": target.text(), "advice": [
+            advice.to_dict() for advice in advise(table.declare_observed_domains(warn=False),
+                                                  target)]})
+        return
     if report is None:
         listing = RichTable(title=f"parameters for {target.text()}")
         for heading in ("mechanism", "parameters", "how chosen, or why not", "predicted error"):
@@ -145,6 +153,10 @@ def compare(
                                  task, description=what, completed=done, total=total))
     result.publish_options = tuple(options)
     files = result.write(report)
+    if json_output:
+        echo_json({**result.to_dict(), "publish_command": publish_command(result, source),
+                   "observed_domains": undeclared, "files": [str(path) for path in files]})
+        return
     summary = RichTable(title=f"{table.n_rows:,} rows, {target.text()}: error on "
                               f"{result.error_scope}")
     for heading in ("mechanism", "parameters", "error [95 % interval]", "meets target",

@@ -11,8 +11,8 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ppdp.cli._app import handle_errors
-from ppdp.cli._options import SEED_HELP
-from ppdp.cli._output import out
+from ppdp.cli._options import SEED_HELP, JsonOutput
+from ppdp.cli._output import echo_json, out
 
 
 @handle_errors
@@ -30,6 +30,7 @@ def demo(
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace the output of an earlier demo (only a directory that "
                             "holds the demo's files and nothing else)")] = False,
+    json_output: JsonOutput = False,
 ) -> None:
     """Run the SPLU-Gen paper's comparison (Section 6) on the bundled Adult table.
 
@@ -54,6 +55,9 @@ def demo(
 
     result = run_demo(output, gamma=gamma, rho1=_rho1(rho1), rho2=rho2, size=size,
                       random_state=seed, overwrite=overwrite, progress=True)
+    if json_output:
+        echo_json({**result.to_dict(), "files": [str(path) for path in result.files]})
+        return
     console = out()
     table = RichTable(
         title=f"Adult (N = {result.n_rows}, sensitive occupation), gamma = l = {result.gamma}, "

@@ -11,8 +11,8 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ppdp.cli._app import handle_errors
-from ppdp.cli._options import SEED_HELP
-from ppdp.cli._output import out
+from ppdp.cli._options import SEED_HELP, JsonOutput
+from ppdp.cli._output import echo_json, out
 
 
 @handle_errors
@@ -30,6 +30,7 @@ def evaluate(
                        "../shared/datasets where it exists, as beside a checkout of the "
                        "repository); Adult and its hierarchies are bundled")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help=SEED_HELP)] = None,
+    json_output: JsonOutput = False,
 ) -> None:
     """Reproduce the papers' experiments and write a report.
 
@@ -43,6 +44,7 @@ def evaluate(
 
       ppdp evaluate --all -o evaluation
       ppdp evaluate sdr ambiguity --quick -o quick-look
+      ppdp evaluate splu_gamma --quick --json -o quick-look
     """
     # Imported here, not at start-up: the experiments load the mechanisms.
     from ppdp.evaluate.experiments import EXPERIMENTS, run_experiment
@@ -69,6 +71,15 @@ def evaluate(
             progress.advance(overall)
         progress.update(overall, description=f"writing the report to {output}")
         files = write_report(results, output)
+    if json_output:
+        echo_json({"experiments": [
+            {"name": result.name, "title": result.title, "seconds": result.seconds,
+             "claims": [{"paper": claim.paper, "measured": claim.measured,
+                         "verdict": claim.verdict, "holds": claim.holds}
+                        for claim in result.claims],
+             "notes": result.notes} for result in results],
+            "files": [str(path) for path in files]})
+        return
     console = out()
     table = RichTable(title="paper says / we measured")
     table.add_column("experiment", no_wrap=True)

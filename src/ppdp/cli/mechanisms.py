@@ -7,21 +7,31 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ppdp.cli._app import handle_errors
-from ppdp.cli._output import out
+from ppdp.cli._options import JsonOutput
+from ppdp.cli._output import echo_json, out
 
 
 @handle_errors
-def mechanisms() -> None:
+def mechanisms(json_output: JsonOutput = False) -> None:
     """List the registered mechanisms with their parameters.
 
-    Example:
+    Examples:
 
       ppdp mechanisms
+      ppdp mechanisms --json
     """
     # Imported here, not at start-up: listing them imports every mechanism.
     from ppdp.mechanisms.base import all_mechanisms
     from ppdp.mechanisms.parameters import REQUIRED, number_text
 
+    if json_output:
+        echo_json({"mechanisms": [
+            {"name": name, "summary": cls.summary, "parameters": [
+                {"name": p.name, "type": p.kind.__name__, "required": p.required,
+                 "default": None if p.required else p.default, "help": p.help}
+                for p in cls.parameters]}
+            for name, cls in all_mechanisms().items()]})
+        return
     table = RichTable(title="mechanisms")
     table.add_column("name", style="bold")
     table.add_column("summary")

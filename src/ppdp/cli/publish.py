@@ -26,6 +26,7 @@ from ppdp.cli._options import (
     DropMissing,
     Encoding,
     Hierarchies,
+    JsonOutput,
     Names,
     NoHeader,
     NonNumeric,
@@ -39,7 +40,7 @@ from ppdp.cli._options import (
     quasi_identifiers,
     reading,
 )
-from ppdp.cli._output import out, parameters_text
+from ppdp.cli._output import echo_json, out, parameters_text
 
 if TYPE_CHECKING:
     from ppdp.data.schema import Schema
@@ -87,6 +88,7 @@ def publish(
                          "master of the Spark configuration, else local[*])")] = "auto",
     batch_rows: Annotated[int, typer.Option(
         "--batch-rows", min=1, help="rows per batch of the streaming engine")] = 1 << 20,
+    json_output: JsonOutput = False,
 ) -> None:
     """Publish a table with a mechanism and save the release to a directory.
 
@@ -122,6 +124,7 @@ def publish(
     """
     # Imported here, not at start-up: the mechanisms and engines load numpy and pyarrow.
     from ppdp.data.hierarchy import read_hierarchies
+    from ppdp.errors import ReleaseError
     from ppdp.mechanisms import get_mechanism
     from ppdp.plan.engine import choose_engine, get_engine
     from ppdp.release.target import require_replaceable_release
@@ -134,12 +137,22 @@ def publish(
         # A mechanism that generalizes by hierarchies (Mondrian) takes them as a parameter.
         rebuild = cast("Callable[..., Mechanism]", type(instance))
         instance = rebuild(**instance.parameter_values, hierarchies=hierarchy_files)
+    if instance.plan_shape == "session":
+        # A mechanism that answers over the private data (laplace) has no release to write:
+        # the command line asks for what cannot be (exit code 2), refused before any work.
+        raise ValueError(f"{instance.name} answers queries over the private data; there is no "
+                         f"data release to write (ppdp count SOURCE QUERY --mechanism "
+                         f"{instance.name} -p ...)")
     declared = declared_domains(domains_file, domain, hierarchy_files)
     if os.path.lexists(output):
         if not overwrite:
             raise FileExistsError(f"{output} already exists; choose another directory or pass "
                                   f"--overwrite")
-        require_replaceable_release(output)
+        try:
+            require_replaceable_release(output)
+        except ReleaseError as exc:
+            # The output named is not a release to replace: the command line is wrong.
+            raise FileExistsError(str(exc)) from None
     check_engine(engine)
     runner = get_engine(choose_engine(engine, source))
     read = runner.read_options(source, **reading(
@@ -164,7 +177,14 @@ def publish(
             published = instance.publish(data, engine=runner.name, random_state=seed, **run)
             shown.update(f"writing {output}")
             target = published.save(output, overwrite=overwrite)
-    _print_saved_summary(instance, data, target, seeded=seed is not None)
+    summary = _saved_summary(instance, data, target, seeded=seed is not None)
+    if views is not None:
+        summary["view"] = {"published": views.published, "at_most": views.mechanism.v,
+                           "state": str(state)}
+    if json_output:
+        echo_json(summary)
+        return
+    _print_saved_summary(summary)
     if views is not None:
         out().print(f"view {views.published} of at most v = {views.mechanism.v} of this "
                     f"table (Algorithm 4 after the first); private state kept in {state}")
@@ -263,10 +283,10 @@ class _Read(Protocol):
     def dropped_rows(self) -> int: ...
 
 
-def _print_saved_summary(mechanism: "Mechanism", data: _Read, target: Path, *,
-                         seeded: bool) -> None:
-    """The summary of a release just written, from its release.json (loading the release
-    would read every part again)."""
+def _saved_summary(mechanism: "Mechanism", data: _Read, target: Path, *,
+                   seeded: bool) -> dict[str, Any]:
+    """What a publish wrote (``--json`` prints it), from the release's release.json: loading
+    the release would read every part again."""
     # Imported here, not at start-up: the release format loads pyarrow.
     import json
 
@@ -274,22 +294,31 @@ def _print_saved_summary(mechanism: "Mechanism", data: _Read, target: Path, *,
 
     metadata = json.loads((target / METADATA_FILE).read_text())
     published = {column["name"] for column in metadata["schema"]}
+    return {"release": str(target), "mechanism": mechanism.name,
+            "summary": mechanism.summary, "parameters": metadata["parameters"],
+            "n_rows": metadata["n_rows"], "dropped_rows": data.dropped_rows, "seeded": seeded,
+            "columns": [{"name": column.name, "role": column.role.value,
+                         "values": column.size, "published": column.name in published}
+                        for column in data.schema.columns]}
+
+
+def _print_saved_summary(summary: dict[str, Any]) -> None:
+    """The summary of a release just written, as text."""
     console = out()
-    console.print(Text.assemble(("published ", "bold green"), (mechanism.name, "bold"),
-                                f" release of {metadata['n_rows']} rows to {target}"))
-    console.print(f"mechanism:  {escape(mechanism.summary)}")
-    console.print(f"parameters: {escape(parameters_text(metadata['parameters']))}")
-    if data.dropped_rows:
-        console.print(f"dropped {data.dropped_rows} rows with missing values")
-    if seeded:
+    console.print(Text.assemble(("published ", "bold green"), (summary["mechanism"], "bold"),
+                                f" release of {summary['n_rows']} rows to {summary['release']}"))
+    console.print(f"mechanism:  {escape(summary['summary'])}")
+    console.print(f"parameters: {escape(parameters_text(summary['parameters']))}")
+    if summary["dropped_rows"]:
+        console.print(f"dropped {summary['dropped_rows']} rows with missing values")
+    if summary["seeded"]:
         console.print("[yellow]seeded: reproducible, for experiments only[/yellow]")
     columns = RichTable(title="columns")
     columns.add_column("column")
     columns.add_column("role")
     columns.add_column("values", justify="right")
     columns.add_column("published")
-    for column in data.schema.columns:
-        shown = column.name in published
-        columns.add_row(Text(column.name), column.role.value, str(column.size),
-                        "yes" if shown else "no (left out)")
+    for column in summary["columns"]:
+        columns.add_row(Text(column["name"]), column["role"], str(column["values"]),
+                        "yes" if column["published"] else "no (left out)")
     console.print(columns)
