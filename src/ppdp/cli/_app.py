@@ -63,7 +63,9 @@ def filled_help(fill: Callable[[], Mapping[str, str]]) -> type[typer.core.TyperC
         def format_help(self, ctx: Any, formatter: Any) -> None:
             for key, text in fill().items():
                 self.help = (self.help or "").replace(key, text)
-                for param in self.params:
+                # click's Parameter (typed Any, as above): options and arguments have help.
+                params: list[Any] = self.params
+                for param in params:
                     if getattr(param, "help", None):
                         param.help = param.help.replace(key, text)
             super().format_help(ctx, formatter)
