@@ -527,7 +527,7 @@ def test_alphabeta_views_streamed_are_the_views_in_memory(tmp_path, monkeypatch)
             result = invoke(*common, "-o", outputs[engine], "--engine", engine, "--seed", view,
                             "--batch-rows", 7_000)
             if view == 3:
-                assert result.exit_code == 2 and "v = 2" in result.output, result.output
+                assert result.exit_code == 3 and "v = 2" in result.output, result.output
                 assert not outputs[engine].exists()
                 continue
             assert result.exit_code == 0, result.output

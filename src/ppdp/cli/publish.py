@@ -107,7 +107,7 @@ def publish(
       ppdp publish adult -m mondrian -s occupation -p k=5 -p l=5 -p diversity=frequency -o gen
       ppdp publish visits.csv -m splu -s disease --domains visits-domains.json -o rel
       ppdp publish visits.csv -m dbr -s disease --domain disease=flu,cold,hiv -o rel
-      ppdp publish adult.data --no-header --names age,workclass,...,income -m dbr -s income -o rel
+      ppdp publish visits.data --no-header --names age,sex,disease -m dbr -s disease -o rel
 
     A release lists the domain of each column it publishes, so the domains
     must be public: declared with --domains, --domain or --hierarchies (the
