@@ -49,10 +49,11 @@ def ok(*args: str) -> str:
     return result.stdout
 
 
-def fails(*args: str, match: str) -> str:
-    """Run a command that must fail: exit 2, one red 'error:' line on stderr, no traceback."""
+def fails(*args: str, match: str, code: int = 2) -> str:
+    """Run a command that must fail: exit ``code`` (2: the command line is wrong, 3: the data,
+    4: a release), one red 'error:' line on stderr, no traceback."""
     result = invoke(*args)
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == code, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert match in lines[0], lines[0]
@@ -197,7 +198,7 @@ def test_guarantee_uniform_and_sdr() -> None:
     fails("guarantee", "uniform", "adult", "-s", "occupation", "-p", "rho1=0.1", "-p",
           "rho2=0.2", "-p", "m=3", match="comes from the table")
     fails("guarantee", "sdr", "adult", "-s", "occupation", "-p", "rho1=0.0001", "-p",
-          "rho2=0.2", match="raise rho1")
+          "rho2=0.2", match="raise rho1", code=3)
 
 
 def test_guarantee_alphabeta_and_frapp() -> None:
@@ -218,7 +219,7 @@ def test_guarantee_alphabeta_and_frapp() -> None:
     assert on_table["n"] == n and on_table["m"] == m * 74 // 72 * 8 // 7 == 761_169_920
     assert on_table["d"] == pytest.approx(10 * public_n / on_table["m"])
     fails("guarantee", "alphabeta", "-p", "alpha=0.4", "-p", "beta=0.00001", "-p", "k=10",
-          "-p", "gamma=0.2", "-p", f"n={n}", "-p", f"m={m}", match="raise beta")
+          "-p", "gamma=0.2", "-p", f"n={n}", "-p", f"m={m}", match="raise beta", code=3)
     fails("guarantee", "alphabeta", "-p", "k=10", match="gamma")
     frapp = json.loads(ok("guarantee", "frapp", "adult", "-p", "k=10", "-p", "gamma=0.2",
                           "--json"))
@@ -240,12 +241,13 @@ def test_errors_exit_2_with_a_message(data_csv: Path, tmp_path: Path) -> None:
     fails("publish", data_csv, "-m", "splu", "-s", "disease", "-p", "gamma", "-o", out,
           match="key=value")
     fails("publish", data_csv, "-m", "splu", "-s", "illness", "-p", "gamma=3", "-o", out,
-          match="unknown column 'illness'")
+          match="unknown column 'illness'", code=3)
     fails("count", data_csv, "agee = 3", match="unknown column 'agee'")
     fails("count", "adult", "sex = 'Femal'", match="'Female'")
-    fails("count", tmp_path / "missing.csv", "sex = 'F'", match="bundled datasets: adult")
+    fails("count", tmp_path / "missing.csv", "sex = 'F'", match="bundled datasets: adult",
+          code=3)
     fails("publish", "adult", "-m", "splu", "-s", "occupation", "-p", "gamma=20", "-o", out,
-          match="largest feasible gamma is 7")
+          match="largest feasible gamma is 7", code=3)
     fails("publish", data_csv, "-m", "splu", "-s", "disease", "-p", "gamma=x", "-o", out,
           match="gamma")
     assert not out.exists()
@@ -266,7 +268,8 @@ def test_drop_missing_and_qi(tmp_path: Path) -> None:
     path = tmp_path / "gaps.csv"
     path.write_text("a;b;s\n1;x;u\n2;?;v\n3;y;w\n4;x;u\n5;y;v\n6;x;w\n")
     out = tmp_path / "release"
-    fails("publish", path, "-m", "dbr", "-s", "s", OBSERVED, "-o", out, match="--drop-missing")
+    fails("publish", path, "-m", "dbr", "-s", "s", OBSERVED, "-o", out, match="--drop-missing",
+          code=3)
     text = ok("publish", path, "-m", "dbr", "-s", "s", "--qi", "b", "--drop-missing", "--sep",
               ";", OBSERVED, "-o", out)
     assert "dropped 1 rows" in text and "left out" in text
@@ -351,7 +354,7 @@ def test_mondrian_frequency_diversity(tmp_path: Path) -> None:
     assert stated["diversity"] == "frequency" and "1/5" in stated["statement"]
     fails("publish", "adult", "-m", "mondrian", "-s", "occupation", "-p", "k=5", "-p", "l=8",
           "-p", "diversity=frequency", "-o", tmp_path / "refused",
-          match="'Prof-specialty' makes up 0.1339 of the table")
+          match="'Prof-specialty' makes up 0.1339 of the table", code=3)
     fails("publish", "adult", "-m", "mondrian", "-s", "occupation", "-p", "k=5", "-p",
           "diversity=entropy", "-o", tmp_path / "unknown",
           match="diversity must be 'distinct' or 'frequency'")
@@ -362,7 +365,7 @@ def test_hierarchies_declare_domains_for_every_mechanism(data_csv: Path, tmp_pat
     folder = tmp_path / "hierarchies"
     folder.mkdir()
     fails("publish", data_csv, "-m", "anatomy", "-s", "disease", "-p", "l=2",
-          "--hierarchies", folder, "-o", tmp_path / "x", match="no hierarchy files")
+          "--hierarchies", folder, "-o", tmp_path / "x", match="no hierarchy files", code=3)
     assert not (tmp_path / "x").exists()
     # The leaves include a disease absent from the rows: the release lists it all the same.
     leaves = [*DISEASES, "malaria"]
@@ -524,7 +527,7 @@ def test_alphabeta_views_streamed_are_the_views_in_memory(tmp_path, monkeypatch)
             result = invoke(*common, "-o", outputs[engine], "--engine", engine, "--seed", view,
                             "--batch-rows", 7_000)
             if view == 3:
-                assert result.exit_code == 2 and "v = 2" in result.output, result.output
+                assert result.exit_code == 3 and "v = 2" in result.output, result.output
                 assert not outputs[engine].exists()
                 continue
             assert result.exit_code == 0, result.output
@@ -604,15 +607,15 @@ def test_compare_refuses_a_folder_that_holds_files_unless_overwrite(tmp_path):
     assert {p.name for p in folder.iterdir()} == {"notes.txt", "report.html", "results.json"}
 
 
-@pytest.mark.parametrize(("args", "match"), [
-    (["--privacy", "beta=2", "--advice-only"], "beta must lie in (0, 1)"),
-    (["--privacy", "rho1=0.3"], "names none of the forms"),
-    ([], "-o DIR is needed"),
-    (["--queries", "absent.sql", "-o", "out"], "absent.sql"),
+@pytest.mark.parametrize(("args", "match", "code"), [
+    (["--privacy", "beta=2", "--advice-only"], "beta must lie in (0, 1)", 2),
+    (["--privacy", "rho1=0.3"], "names none of the forms", 2),
+    ([], "-o DIR is needed", 2),
+    (["--queries", "absent.sql", "-o", "out"], "absent.sql", 3),
 ])
-def test_compare_bad_input_is_one_line(args, match, tmp_path, monkeypatch):
+def test_compare_bad_input_is_one_line(args, match, code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    fails("compare", "adult", "-s", "occupation", *args, match=match)
+    fails("compare", "adult", "-s", "occupation", *args, match=match, code=code)
 
 
 def test_version() -> None:
@@ -632,8 +635,9 @@ def test_every_boolean_option_is_a_plain_flag() -> None:
         assert all(options[name].is_flag for name, hint in hints.items() if hint is bool)
         booleans[command.name] = [options[name].opts[0] for name, hint in hints.items()
                                   if hint is bool]
-    assert booleans["publish"] == ["--drop-missing", "--overwrite", "--observed-domains"]
-    assert booleans["demo"] == ["--overwrite"] and "--json" in booleans["count"]
+    assert booleans["publish"] == ["--drop-missing", "--overwrite", "--observed-domains",
+                                   "--no-header", "--json"]
+    assert booleans["demo"] == ["--overwrite", "--json"] and "--json" in booleans["count"]
     for name in commands:
         text = ok(name, "--help")
         assert "<bool>" not in text, name
@@ -656,7 +660,8 @@ def test_encoding_of_a_latin_1_csv(tmp_path: Path) -> None:
     path.write_bytes(("edad;ciudad;enfermedad\n" + "\n".join(rows) + "\n").encode("latin-1"))
     common = ["-m", "anatomy", "-s", "enfermedad", "-p", "l=2", OBSERVED, "--seed", "1"]
     fails("publish", path, *common, "-o", tmp_path / "refused",
-          match="is not utf-8 text; give its encoding with encoding=\"...\" (CLI: --encoding")
+          match="is not utf-8 text; give its encoding with encoding=\"...\" (CLI: --encoding",
+          code=3)
     assert not (tmp_path / "refused").exists()
     for engine in ("memory", "streaming"):
         out = tmp_path / engine
@@ -665,7 +670,7 @@ def test_encoding_of_a_latin_1_csv(tmp_path: Path) -> None:
         assert answer["estimate"] == 12
     assert json.loads(ok("count", path, "ciudad = 'Ávila'", "--encoding", "latin-1",
                          "--json"))["estimate"] == 12
-    fails("count", path, "ciudad = 'Ávila'", "--encoding", "ascii", match="not ascii text")
+    fails("count", path, "ciudad = 'Ávila'", "--encoding", "ascii", match="not ascii text", code=3)
     sdr = json.loads(ok("guarantee", "sdr", path, "-s", "enfermedad", "-p", "rho1=0.3", "-p",
                         "rho2=0.6", "--encoding", "latin-1", "--json"))
     assert sum(part["rows"] for part in sdr["subtable_details"]) == 48

@@ -59,7 +59,10 @@ class Release(ABC):
         self.parameters = dict(parameters)
         self.n_rows = int(n_rows)
         self.name: str | None = None
-        """The release's name in queries' FROM (its directory's name once saved or loaded)."""
+        """The release's name (its directory's name once saved or loaded). A query's FROM may
+        name any table: a release holds one, and a query is written for the table it was
+        published from (``FROM german`` on german.csv), whose name the release does not record
+        (recording it would change every release's bytes)."""
         self.part_rows: tuple[int, ...] | None = None
         """Rows of each Parquet part of the published rows, in order (None: one part)."""
 
@@ -71,7 +74,7 @@ class Release(ABC):
 
     def count(self, query: str | Query) -> Estimate | GroupedEstimate:
         """Estimate a count query (SQL text or Query) from the release."""
-        bound = bind(query, self.schema, table_name=self.name)
+        bound = bind(query, self.schema, table_name=self.name, any_table=True)
         values, stderr = self._estimate([bound])[0]
         if bound.group_by:
             keep = np.ones(values.shape, dtype=bool) if self.answers_every_key else None
@@ -101,7 +104,8 @@ class Release(ABC):
         """
         if frame is not None:
             check_library(frame)
-        bound = [bind(q, self.schema, table_name=self.name) for q in queries]
+        bound = [bind(q, self.schema, table_name=self.name, any_table=True)
+                 for q in queries]
         for b in bound:
             require_ungrouped(b)
         self._prefetch(bound)
