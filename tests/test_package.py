@@ -1,5 +1,6 @@
 """The package's public names, and what starting the command line loads."""
 
+import importlib.metadata
 import subprocess
 import sys
 
@@ -30,3 +31,25 @@ def test_the_command_line_starts_without_numpy_pyarrow_or_the_mechanisms():
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True).stdout.strip()
     assert loaded == ""
+
+
+def test_the_version_is_the_installed_distributions(monkeypatch):
+    monkeypatch.delitem(vars(ppdp), "__version__", raising=False)
+    assert ppdp.__version__ == importlib.metadata.version("ppdp")
+
+    def not_installed(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.delitem(vars(ppdp), "__version__")
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    assert ppdp.__version__ == "0+unknown"
+    monkeypatch.delitem(vars(ppdp), "__version__")
+
+
+def test_import_ppdp_reads_no_package_metadata():
+    """``__version__`` is read when asked for: importlib.metadata is slower to import than
+    the rest of ``import ppdp``."""
+    code = "import sys, ppdp; print('importlib.metadata' in sys.modules)"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    assert loaded == "False"

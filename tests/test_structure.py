@@ -1,7 +1,7 @@
 """The layout keeps its rules: the import contracts of pyproject.toml (layers, independent
 engines and families, no cycles), no source file over 800 lines, no function-local import of a ppdp
-module outside the command line (but the one that defers sqlglot), and no private name imported
-from another package."""
+module outside the command line (but those that defer sqlglot and OpenDP), and no private name
+imported from another package."""
 
 from __future__ import annotations
 

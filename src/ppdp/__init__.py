@@ -6,7 +6,8 @@
     release.count("age >= 40 AND sex = 'Female' AND occupation = 'Sales'")
 
 The names below are imported on first use (PEP 562), so that ``import ppdp`` and the command
-line start without loading numpy, pyarrow and every mechanism.
+line start without loading numpy, pyarrow and every mechanism; ``__version__`` is the installed
+distribution's (`importlib.metadata`), read on first use too.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ppdp import _compat
 
-__version__ = "0.1.0"
+__version__: str  # set on first use by __getattr__ (an annotation alone binds no name)
 
 _compat.install()
 
@@ -95,6 +96,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = _installed_version()
+        return globals()[name]
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'ppdp' has no attribute {name!r}")
@@ -106,6 +110,19 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return __all__
+
+
+def _installed_version() -> str:
+    """The version of the installed distribution (pyproject.toml holds the one number), or
+    ``0+unknown`` for a source tree that was never installed."""
+    # Read on first use, like the names above: importlib.metadata takes longer to import than
+    # the rest of ``import ppdp``.
+    metadata = importlib.import_module("importlib.metadata")
+    try:
+        version: str = metadata.version("ppdp")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+    return version
 
 
 if TYPE_CHECKING:

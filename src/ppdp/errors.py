@@ -45,3 +45,5 @@ class OutputExistsError(PpdpError, FileExistsError):
     def on_command_line(self) -> str:
         """The message as a command says it."""
         return f"{self.what}; {self.remedy} --overwrite"
+class MissingDependencyError(PpdpError, ImportError):
+    """An optional dependency is not installed; the message names the extra that installs it."""

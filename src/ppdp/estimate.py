@@ -4,9 +4,13 @@ mathematics gives one, and the estimates of a GROUP BY query, one per key."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import pyarrow as pa
+
+from ppdp.frames import as_frame, check_library
 
 Z95 = 1.959963984540054
 
@@ -63,3 +67,28 @@ class GroupedEstimate:
 
     def to_dict(self) -> dict[str, Any]:
         return {"groups": [{"key": key, **estimate.to_dict()} for key, estimate in self.groups]}
+
+    def to_frame(self, library: str = "pandas") -> Any:
+        """The groups as a data frame of one row per key: the group columns, then
+        ``estimate``, ``stderr``, ``ci95_low`` and ``ci95_high`` (missing where the release
+        gives none); ``library`` is ``"pandas"``, ``"polars"`` or ``"arrow"``.
+
+        One table to sort, join and plot, in the user's library, instead of pairs of keys
+        and estimates."""
+        check_library(library)
+        keys = {c: pa.array([key[c] for key, _ in self.groups]) for c in self.columns}
+        return as_frame(estimates_table(keys, [e for _, e in self.groups]), library)
+
+
+FRAME_COLUMNS = ("estimate", "stderr", "ci95_low", "ci95_high")
+"""The columns of answers in a data frame, after the columns that say which answer it is."""
+
+
+def estimates_table(keys: Mapping[str, pa.Array], estimates: Sequence[Estimate]) -> pa.Table:
+    """Answers as an Arrow table: the ``keys`` columns (a group's values, a query's text),
+    then `FRAME_COLUMNS`, null where an estimate has no standard error or interval."""
+    lows = [None if e.ci95 is None else e.ci95[0] for e in estimates]
+    highs = [None if e.ci95 is None else e.ci95[1] for e in estimates]
+    answers = [pa.array(values, type=pa.float64()) for values in (
+        [e.value for e in estimates], [e.stderr for e in estimates], lows, highs)]
+    return pa.table([*keys.values(), *answers], names=[*keys, *FRAME_COLUMNS])

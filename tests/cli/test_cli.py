@@ -49,10 +49,11 @@ def ok(*args: str) -> str:
     return result.stdout
 
 
-def fails(*args: str, match: str) -> str:
-    """Run a command that must fail: exit 2, one red 'error:' line on stderr, no traceback."""
+def fails(*args: str, match: str, code: int = 2) -> str:
+    """Run a command that must fail: exit ``code`` (2: the command line is wrong, 3: the data,
+    4: a release), one red 'error:' line on stderr, no traceback."""
     result = invoke(*args)
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == code, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert match in lines[0], lines[0]
@@ -197,7 +198,7 @@ def test_guarantee_uniform_and_sdr() -> None:
     fails("guarantee", "uniform", "adult", "-s", "occupation", "-p", "rho1=0.1", "-p",
           "rho2=0.2", "-p", "m=3", match="comes from the table")
     fails("guarantee", "sdr", "adult", "-s", "occupation", "-p", "rho1=0.0001", "-p",
-          "rho2=0.2", match="raise rho1")
+          "rho2=0.2", match="raise rho1", code=3)
 
 
 def test_guarantee_alphabeta_and_frapp() -> None:
@@ -218,7 +219,7 @@ def test_guarantee_alphabeta_and_frapp() -> None:
     assert on_table["n"] == n and on_table["m"] == m * 74 // 72 * 8 // 7 == 761_169_920
     assert on_table["d"] == pytest.approx(10 * public_n / on_table["m"])
     fails("guarantee", "alphabeta", "-p", "alpha=0.4", "-p", "beta=0.00001", "-p", "k=10",
-          "-p", "gamma=0.2", "-p", f"n={n}", "-p", f"m={m}", match="raise beta")
+          "-p", "gamma=0.2", "-p", f"n={n}", "-p", f"m={m}", match="raise beta", code=3)
     fails("guarantee", "alphabeta", "-p", "k=10", match="gamma")
     frapp = json.loads(ok("guarantee", "frapp", "adult", "-p", "k=10", "-p", "gamma=0.2",
                           "--json"))
@@ -240,12 +241,13 @@ def test_errors_exit_2_with_a_message(data_csv: Path, tmp_path: Path) -> None:
     fails("publish", data_csv, "-m", "splu", "-s", "disease", "-p", "gamma", "-o", out,
           match="key=value")
     fails("publish", data_csv, "-m", "splu", "-s", "illness", "-p", "gamma=3", "-o", out,
-          match="unknown column 'illness'")
+          match="unknown column 'illness'", code=3)
     fails("count", data_csv, "agee = 3", match="unknown column 'agee'")
     fails("count", "adult", "sex = 'Femal'", match="'Female'")
-    fails("count", tmp_path / "missing.csv", "sex = 'F'", match="bundled datasets: adult")
+    fails("count", tmp_path / "missing.csv", "sex = 'F'", match="bundled datasets: adult",
+          code=3)
     fails("publish", "adult", "-m", "splu", "-s", "occupation", "-p", "gamma=20", "-o", out,
-          match="largest feasible gamma is 7")
+          match="largest feasible gamma is 7", code=3)
     fails("publish", data_csv, "-m", "splu", "-s", "disease", "-p", "gamma=x", "-o", out,
           match="gamma")
     assert not out.exists()
@@ -280,7 +282,8 @@ def test_drop_missing_and_qi(tmp_path: Path) -> None:
     path = tmp_path / "gaps.csv"
     path.write_text("a;b;s\n1;x;u\n2;?;v\n3;y;w\n4;x;u\n5;y;v\n6;x;w\n")
     out = tmp_path / "release"
-    fails("publish", path, "-m", "dbr", "-s", "s", OBSERVED, "-o", out, match="--drop-missing")
+    fails("publish", path, "-m", "dbr", "-s", "s", OBSERVED, "-o", out, match="--drop-missing",
+          code=3)
     text = ok("publish", path, "-m", "dbr", "-s", "s", "--qi", "b", "--drop-missing", "--sep",
               ";", OBSERVED, "-o", out)
     assert "dropped 1 rows" in text and "left out" in text
@@ -368,7 +371,7 @@ def test_mondrian_frequency_diversity(tmp_path: Path) -> None:
     assert stated["diversity"] == "frequency" and "1/5" in stated["statement"]
     fails("publish", "adult", "-m", "mondrian", "-s", "occupation", "-p", "k=5", "-p", "l=8",
           "-p", "diversity=frequency", "-o", tmp_path / "refused",
-          match="'Prof-specialty' makes up 0.1339 of the table")
+          match="'Prof-specialty' makes up 0.1339 of the table", code=3)
     fails("publish", "adult", "-m", "mondrian", "-s", "occupation", "-p", "k=5", "-p",
           "diversity=entropy", "-o", tmp_path / "unknown",
           match="diversity must be 'distinct' or 'frequency'")
@@ -379,7 +382,7 @@ def test_hierarchies_declare_domains_for_every_mechanism(data_csv: Path, tmp_pat
     folder = tmp_path / "hierarchies"
     folder.mkdir()
     fails("publish", data_csv, "-m", "anatomy", "-s", "disease", "-p", "l=2",
-          "--hierarchies", folder, "-o", tmp_path / "x", match="no hierarchy files")
+          "--hierarchies", folder, "-o", tmp_path / "x", match="no hierarchy files", code=3)
     assert not (tmp_path / "x").exists()
     # The leaves include a disease absent from the rows: the release lists it all the same.
     leaves = [*DISEASES, "malaria"]
@@ -541,7 +544,7 @@ def test_alphabeta_views_streamed_are_the_views_in_memory(tmp_path, monkeypatch)
             result = invoke(*common, "-o", outputs[engine], "--engine", engine, "--seed", view,
                             "--batch-rows", 7_000)
             if view == 3:
-                assert result.exit_code == 2 and "v = 2" in result.output, result.output
+                assert result.exit_code == 3 and "v = 2" in result.output, result.output
                 assert not outputs[engine].exists()
                 continue
             assert result.exit_code == 0, result.output
@@ -556,57 +559,51 @@ def test_alphabeta_views_streamed_are_the_views_in_memory(tmp_path, monkeypatch)
 
 # -- compare -----------------------------------------------------------------------------------
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
-def readme_commands(heading: str, command: str) -> list[list[str]]:
-    """The lines of the sh blocks under a README heading that start with ``command``, split as
-    a shell splits them."""
-    text = README.read_text()
-    section = text[text.index(heading + "\n"):]
-    section = section[:section.index("\n## ", len(heading))]
-    blocks = section.split("```sh\n")[1:]
+def page_commands(page: str, command: str) -> list[list[str]]:
+    """The lines of a documentation page's bash blocks that start with ``command``, split as a
+    shell splits them."""
+    blocks = (DOCS / page).read_text().split("```bash\n")[1:]
     lines = [line for block in blocks for line in block.split("```")[0].splitlines()]
     return [shlex.split(line, comments=True) for line in lines if line.startswith(command)]
 
 
-def test_readme_compare_examples_run_as_written(tmp_path, monkeypatch):
+def test_the_documented_compare_examples_run_as_written(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    commands = readme_commands("## Choosing a mechanism (ppdp compare)", "ppdp compare")
+    commands = page_commands("choosing.md", "ppdp compare")
     assert len(commands) == 2
     outputs = [ok(*argv[1:]) for argv in commands]
     data = json.loads((tmp_path / "adult-compare" / "results.json").read_text())
     assert data["privacy"]["text"] == "rho1=1/13,rho2=0.2"
     chosen = data["recommendation"]["mechanism"]
-    assert f"recommended: {chosen}" in " ".join(outputs[0].split())
+    assert f"recommended: {chosen}" in " ".join(outputs[1].split())
     assert (tmp_path / "adult-compare" / "report.html").stat().st_size > 10_000
     # --advice-only: SPLU-Gen's smallest gamma with T_P >= 0.6 for counts 1..3 on Adult.
-    assert "gamma=7" in outputs[1]
+    assert "gamma=7" in outputs[0]
     assert not (tmp_path / "adult-compare" / "splu").exists()
 
 
 CHECKED_EXAMPLES = (
     "ppdp publish adult -m mondrian -s occupation -p k=10 -p l=5 --hierarchies adult",
     "ppdp risk adult-gen",
-    "ppdp demo -o demo-output --seed 1 --overwrite",
-    "ppdp --version",
 )
-"""Examples of "From the command line" that run as written on a fresh clone: the bundled
-hierarchies by name, the demo's --overwrite (the quick start made demo-output), --version."""
+"""Examples of the Adult tutorial that run as written on a fresh clone: the bundled
+hierarchies by name, and the risk of the release they make."""
 
 
-def test_readme_command_line_examples_run_as_written(tmp_path, monkeypatch):
+def test_the_tutorial_command_line_examples_run_as_written(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    commands = [argv for argv in readme_commands("## From the command line", "ppdp ")
+    commands = [argv for argv in page_commands("getting-started/adult.md", "ppdp ")
                 if " ".join(argv).startswith(CHECKED_EXAMPLES)]
-    # A renamed or removed example fails here: the list and the README change together.
+    # A renamed or removed example fails here: the list and the page change together.
     assert [next(c for c in CHECKED_EXAMPLES if " ".join(argv).startswith(c))
             for argv in commands] == list(CHECKED_EXAMPLES)
     for argv in commands:
         ok(*argv[1:])
     assert json.loads((tmp_path / "adult-gen" / "release.json").read_text())["mechanism"] == (
         "mondrian")
-    assert (tmp_path / "demo-output" / "report.html").is_file()
 
 
 def test_compare_refuses_a_folder_that_holds_files_unless_overwrite(tmp_path):
@@ -621,15 +618,15 @@ def test_compare_refuses_a_folder_that_holds_files_unless_overwrite(tmp_path):
     assert {p.name for p in folder.iterdir()} == {"notes.txt", "report.html", "results.json"}
 
 
-@pytest.mark.parametrize(("args", "match"), [
-    (["--privacy", "beta=2", "--advice-only"], "beta must lie in (0, 1)"),
-    (["--privacy", "rho1=0.3"], "names none of the forms"),
-    ([], "-o DIR is needed"),
-    (["--queries", "absent.sql", "-o", "out"], "absent.sql"),
+@pytest.mark.parametrize(("args", "match", "code"), [
+    (["--privacy", "beta=2", "--advice-only"], "beta must lie in (0, 1)", 2),
+    (["--privacy", "rho1=0.3"], "names none of the forms", 2),
+    ([], "-o DIR is needed", 2),
+    (["--queries", "absent.sql", "-o", "out"], "absent.sql", 3),
 ])
-def test_compare_bad_input_is_one_line(args, match, tmp_path, monkeypatch):
+def test_compare_bad_input_is_one_line(args, match, code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    fails("compare", "adult", "-s", "occupation", *args, match=match)
+    fails("compare", "adult", "-s", "occupation", *args, match=match, code=code)
 
 
 def test_version() -> None:
@@ -649,8 +646,9 @@ def test_every_boolean_option_is_a_plain_flag() -> None:
         assert all(options[name].is_flag for name, hint in hints.items() if hint is bool)
         booleans[command.name] = [options[name].opts[0] for name, hint in hints.items()
                                   if hint is bool]
-    assert booleans["publish"] == ["--drop-missing", "--overwrite", "--observed-domains"]
-    assert booleans["demo"] == ["--overwrite"] and "--json" in booleans["count"]
+    assert booleans["publish"] == ["--drop-missing", "--overwrite", "--observed-domains",
+                                   "--no-header", "--json"]
+    assert booleans["demo"] == ["--overwrite", "--json"] and "--json" in booleans["count"]
     for name in commands:
         text = ok(name, "--help")
         assert "<bool>" not in text, name
@@ -673,7 +671,8 @@ def test_encoding_of_a_latin_1_csv(tmp_path: Path) -> None:
     path.write_bytes(("edad;ciudad;enfermedad\n" + "\n".join(rows) + "\n").encode("latin-1"))
     common = ["-m", "anatomy", "-s", "enfermedad", "-p", "l=2", OBSERVED, "--seed", "1"]
     fails("publish", path, *common, "-o", tmp_path / "refused",
-          match="is not utf-8 text; give its encoding with encoding=\"...\" (CLI: --encoding")
+          match="is not utf-8 text; give its encoding with encoding=\"...\" (CLI: --encoding",
+          code=3)
     assert not (tmp_path / "refused").exists()
     for engine in ("memory", "streaming"):
         out = tmp_path / engine
@@ -682,7 +681,7 @@ def test_encoding_of_a_latin_1_csv(tmp_path: Path) -> None:
         assert answer["estimate"] == 12
     assert json.loads(ok("count", path, "ciudad = 'Ávila'", "--encoding", "latin-1",
                          "--json"))["estimate"] == 12
-    fails("count", path, "ciudad = 'Ávila'", "--encoding", "ascii", match="not ascii text")
+    fails("count", path, "ciudad = 'Ávila'", "--encoding", "ascii", match="not ascii text", code=3)
     sdr = json.loads(ok("guarantee", "sdr", path, "-s", "enfermedad", "-p", "rho1=0.3", "-p",
                         "rho2=0.6", "--encoding", "latin-1", "--json"))
     assert sum(part["rows"] for part in sdr["subtable_details"]) == 48

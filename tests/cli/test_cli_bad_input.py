@@ -1,5 +1,6 @@
-"""Every CLI command on a battery of bad inputs: one ``error:`` line, exit status 2, no
-traceback, and nothing lost."""
+"""Every CLI command on a battery of bad inputs: one ``error:`` line, the exit status of its
+kind (2: the command line is wrong, 3: the data, 4: a release), no traceback, and nothing
+lost."""
 
 from __future__ import annotations
 
@@ -117,7 +118,7 @@ BATTERY: list[tuple[str, Callable[[dict[str, Path]], list[object]]]] = [
     ("unknown column", lambda f: ["count", f["release"], "agee > 3"]),
     ("text against a number", lambda f: ["count", f["release"], "sex > 3"]),
     ("division by zero", lambda f: ["count", f["release"], "age / 0 > 1"]),
-    ("another table", lambda f: ["count", f["release"],
+    ("another table", lambda f: ["count", f["good"],
                                  "SELECT COUNT(*) FROM users WHERE age > 3"]),
     ("huge number", lambda f: ["count", f["release"], "age > 1e400"]),
     ("nested release.json", lambda f: ["count", f["deep"], "age > 3"]),
@@ -148,11 +149,25 @@ BATTERY: list[tuple[str, Callable[[dict[str, Path]], list[object]]]] = [
 ]
 
 
+DATA = {"missing file", "directory as source", "empty csv", "binary csv", "binary parquet",
+        "latin-1 csv", "duplicate columns", "mostly numeric column", "unknown sensitive",
+        "undeclared domain", "huge gamma", "alphabeta on 1,000 columns",
+        "frapp on 1,000 columns", "alphabeta view too large", "missing domains file",
+        "count on a file", "attack another table", "attack unknown attribute"}
+"""The cases whose data cannot be read or do not fit (exit 3)."""
+RELEASE = {"nested release.json", "edited release.json", "corrupt parquet", "risk of nothing",
+           "attack a missing release"}
+"""The cases whose release is missing or damaged (exit 4); every other case is a wrong
+command line (exit 2)."""
+
+
 @pytest.mark.parametrize(("name", "arguments"), BATTERY, ids=[name for name, _ in BATTERY])
-def test_bad_input_is_one_line_and_exit_2(name: str, arguments, files: dict[str, Path]) -> None:
+def test_bad_input_is_one_line_and_its_exit_code(name: str, arguments,
+                                                 files: dict[str, Path]) -> None:
     before = {p.name: p.stat().st_mtime_ns for p in files["root"].iterdir()}
     result = runner.invoke(app, [str(a) for a in arguments(files)])
-    assert result.exit_code == 2, (name, result.output, result.exception)
+    code = 3 if name in DATA else 4 if name in RELEASE else 2
+    assert result.exit_code == code, (name, result.output, result.exception)
     assert isinstance(result.exception, SystemExit), (name, result.exception)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), (name, result.stderr)

@@ -18,6 +18,7 @@ import typer
 from typer.testing import CliRunner
 
 import ppdp.cli._app as cli_app
+from ppdp.cli._app import EXIT_INPUT
 from ppdp.cli import _memory
 
 DATASETS = Path(_memory.__file__).resolve().parents[1] / "datasets"
@@ -50,7 +51,7 @@ def left_behind(tmp_path: Path) -> list[str]:
 
 
 def assert_one_memory_line(result: subprocess.CompletedProcess) -> None:
-    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.returncode == EXIT_INPUT, result.stderr[-3000:]
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr[-3000:]
     assert lines[0].startswith("error: ppdp ran out of memory within its address-space limit")
@@ -165,7 +166,7 @@ def run_failing(error: BaseException, monkeypatch: pytest.MonkeyPatch, *,
 @pytest.mark.parametrize("error", OUT_OF_MEMORY, ids=lambda e: type(e).__name__)
 def test_each_way_of_running_out_is_one_line(error, monkeypatch):
     result = run_failing(error, monkeypatch)
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == EXIT_INPUT, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("error: ppdp ran out of memory within its address-space "
@@ -179,13 +180,13 @@ def test_polars_without_its_compiled_core_is_one_line(monkeypatch):
 
     monkeypatch.delitem(sys.modules, "polars._plr")
     result = run_failing(NameError("name 'PySeries' is not defined"), monkeypatch)
-    assert result.exit_code == 2
+    assert result.exit_code == EXIT_INPUT
     assert result.stderr.startswith("error: ppdp ran out of memory")
 
 
 def test_without_a_limit_the_message_names_none(monkeypatch):
     result = run_failing(MemoryError(), monkeypatch, limit=None)
-    assert result.exit_code == 2
+    assert result.exit_code == EXIT_INPUT
     assert result.stderr.strip() == ("error: ppdp ran out of memory: try --engine streaming "
                                      "with a smaller --batch-rows, a sample or fewer columns, "
                                      "or more memory")
@@ -197,5 +198,5 @@ def test_without_a_limit_the_message_names_none(monkeypatch):
                          ids=lambda e: type(e).__name__)
 def test_other_errors_are_not_taken_for_memory(error, monkeypatch):
     result = run_failing(error, monkeypatch)
-    assert result.exit_code != 2
+    assert result.exit_code not in (EXIT_INPUT, 2)
     assert result.exception is error

@@ -224,7 +224,7 @@ def test_cli_refuses_undeclared_then_accepts_each_way_of_declaring(tmp_path: Pat
     pacsv.write_csv(visits(), source)
     base = ["publish", source, "-m", "splu", "-s", "disease", "-p", "gamma=3"]
     refused = run(*base, "-o", tmp_path / "r0")
-    assert refused.exit_code == 2 and "--observed-domains" in refused.stderr
+    assert refused.exit_code == 3 and "--observed-domains" in refused.stderr
     assert "Traceback" not in refused.output and not (tmp_path / "r0").exists()
     domains_file = tmp_path / "domains.json"
     domains_file.write_text(json.dumps({"domains": {"disease": DISEASES}}))

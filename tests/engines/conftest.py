@@ -1,6 +1,10 @@
 """Fixtures of the engine tests: the engines every conformance test runs on, and one local
 Spark session for every Spark test (two cores, no UI, few shuffle partitions, and a result size
-limit small enough that collecting rows to the driver fails)."""
+limit small enough that collecting rows to the driver fails).
+
+Without pyspark or a Java runtime 17+ (``$JAVA_HOME/bin/java``, else ``java`` on the PATH) the
+tests that need Spark are skipped, with the reason; with ``PPDP_REQUIRE_SPARK=1`` (CI, which
+installs Java) they fail instead, so that a missing runtime cannot pass unnoticed."""
 
 from __future__ import annotations
 
@@ -16,14 +20,30 @@ ENGINES = ("memory", "streaming", "spark")
 by joining this list (the memory engine, first, is the reference)."""
 
 
+REQUIRE_SPARK = "PPDP_REQUIRE_SPARK"
+"""Set to 1, a missing pyspark or Java fails the Spark tests instead of skipping them."""
+
+
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def spark_runtime() -> None:
+    """Skip the test (fail it under ``PPDP_REQUIRE_SPARK=1``) when pyspark or a Java runtime
+    of 17 or later is missing: Spark could not start."""
+    from ppdp.engines.spark import SparkUnavailableError, require_java, require_pyspark
+
+    try:
+        require_pyspark()
+        require_java()
+    except SparkUnavailableError as exc:
+        if os.environ.get(REQUIRE_SPARK) == "1":
+            pytest.fail(f"{REQUIRE_SPARK}=1, but {exc}")
+        pytest.skip(f"Spark cannot start here: {exc}")
+
+
+@pytest.fixture(scope="session")
+def spark(spark_runtime: None) -> Iterator[Any]:
     """A ``local[2]`` Spark session (its workers run this interpreter)."""
     from pyspark.sql import SparkSession
 
-    from ppdp.engines.spark import require_java
-
-    require_java()
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     session = (SparkSession.builder.master("local[2]").appName("ppdp-tests")

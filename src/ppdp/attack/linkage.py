@@ -37,6 +37,9 @@ from ppdp.release.base import Release
 from ppdp.risk import ambiguity_incidence, covering_groups
 
 NAME = "linkage"
+SINGLING_OUT = "singling_out"
+ALSO = (SINGLING_OUT,)
+"""The other results this attack reports."""
 ADVERSARY = ("knows that the target is in the table and its quasi-identifiers; picks the most "
              "likely record among the groups or classes covering them")
 SOURCE = ("prosecutor re-identification risk 1/|class| (Mondrian, LeFevre et al. ICDE 2006, "
@@ -129,7 +132,7 @@ def run(targets: Targets) -> list[AttackResult]:
         AttackResult(NAME, "mean prosecutor risk (chance of re-identifying a target's record)",
                      float(np.nanmean(risk)), 1 / targets.n_rows, bound, ADVERSARY, SOURCE,
                      seconds, details, risk, "the chance of picking the individual's own record"),
-        AttackResult("singling_out", "share of individuals whose record the release isolates",
+        AttackResult(SINGLING_OUT, "share of individuals whose record the release isolates",
                      isolated / targets.n_rows, 0.0,
                      None if smallest is None or smallest < 2 else 0.0, ADVERSARY, SOURCE, seconds,
                      {"individuals": isolated}),

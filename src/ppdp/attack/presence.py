@@ -39,6 +39,8 @@ from ppdp.mechanisms.alphabeta.domain import TupleDomain
 
 NAME = "presence"
 REPEATED = "repeated"
+ALSO = (REPEATED,)
+"""The other results this attack reports."""
 ADVERSARY = ("tuple-independent, prior at most d that a tuple is in the table; sees how many "
              "copies of each tuple the view holds")
 SOURCE = ("alpha-beta paper (Rastogi, Suciu, Hong, VLDB 2007), Definitions 2.1-2.3 and Theorem "

@@ -19,12 +19,19 @@ from ppdp.randomness import RandomState
 from ppdp.release.base import Release
 from ppdp.table.table import Table
 
-__all__ = ["ATTACKS", "run_attacks"]
+__all__ = ["ATTACKS", "attack_list", "run_attacks"]
 
 ATTACKS: dict[str, ModuleType] = {module.NAME: module for module in (
     inference, definetti, small_counts, posterior, presence, linkage)}
 """Attack name -> its module (``applies(targets)``, ``run(targets)``); `presence` also
-reports ``repeated`` and `linkage` also ``singling_out``."""
+reports ``repeated`` and `linkage` also ``singling_out`` (each module's ``ALSO``)."""
+
+
+def attack_list() -> list[tuple[str, str, tuple[str, ...]]]:
+    """Each attack's name, what it is (the first paragraph of its module's doc) and the other
+    results it reports, for the help of ``ppdp attack``."""
+    return [(name, " ".join((module.__doc__ or "").split("\n\n")[0].split()),
+             tuple(getattr(module, "ALSO", ()))) for name, module in ATTACKS.items()]
 
 
 def run_attacks(release: Release, table: Table, *, attacks: Iterable[str] | None = None,

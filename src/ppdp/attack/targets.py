@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ppdp.data.schema import list_names
+from ppdp.errors import SchemaError
 from ppdp.randomness import RandomState, make_rng
 from ppdp.release.base import Release
 from ppdp.risk import codes_in_release
@@ -94,10 +95,10 @@ def build_targets(release: Release, table: Table, *, sensitive: str | None = Non
     published = list(release.schema.names)
     missing = [c for c in published if c not in table.schema]
     if missing:
-        raise ValueError(f"the source has no column {missing[0]!r}, which the release "
+        raise SchemaError(f"the source has no column {missing[0]!r}, which the release "
                          f"publishes; attack the release with the table it was published from")
     if release.mechanism not in ("alphabeta",) and table.n_rows != release.n_rows:
-        raise ValueError(f"the source has {table.n_rows} rows and the release {release.n_rows}; "
+        raise SchemaError(f"the source has {table.n_rows} rows and the release {release.n_rows}; "
                          f"attack the release with the table it was published from")
     codes, known = codes_in_release(table, release.schema, published)
     if not known.all():

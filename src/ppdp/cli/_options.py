@@ -28,6 +28,44 @@ Separator = Annotated[str | None, typer.Option(
 
 JsonOutput = Annotated[bool, typer.Option("--json", help="print JSON")]
 
+Names = Annotated[str | None, typer.Option(
+    "--names", help="the CSV's column names in order, comma-separated: they replace its "
+                    "header line, or name the columns of a file that has none (--no-header)")]
+
+NoHeader = Annotated[bool, typer.Option(
+    "--no-header", help="the CSV file has no header line (its first line is a row, as in "
+                        "UCI's adult.data): name its columns with --names")]
+
+QuasiIdentifiers = Annotated[str | None, typer.Option(
+    "--qi", help="quasi-identifier columns, comma-separated (default: every non-sensitive "
+                 "column; others are left out); also written --quasi-identifiers")]
+
+QuasiIdentifiersLong = Annotated[str | None, typer.Option(
+    "--quasi-identifiers", hidden=True,
+    help="--qi by the name Python gives it (quasi_identifiers=)")]
+
+Hierarchies = Annotated[str | None, typer.Option(
+    "--hierarchies", help="folder of ARX hierarchy files (*hierarchy_<column>.csv, lines "
+                          "leaf;level1;...;*), or 'adult' for the bundled Adult hierarchies: "
+                          "their leaves are the declared domains; mondrian also generalizes "
+                          "by them")]
+
+DomainsFile = Annotated[Path | None, typer.Option(
+    "--domains", help="JSON file declaring public domains: {\"domains\": {\"age\": "
+                      "{\"min\": 0, \"max\": 120}, \"sex\": [\"F\", \"M\"]}}")]
+
+Domain = Annotated[list[str] | None, typer.Option(
+    "--domain", help="declare one column's public domain: COL=MIN..MAX (integers) or "
+                     "COL=a,b,c (repeatable)")]
+
+ObservedDomains = Annotated[bool, typer.Option(
+    "--observed-domains", help="take the values present as the public domains of the columns "
+                               "not declared otherwise: the release then reveals which values "
+                               "occur in the data")]
+
+PARQUET_SUFFIXES = (".parquet", ".pq")
+"""The suffixes of the files read as Parquet (`ppdp.io.rules`), which have no header line."""
+
 SEED_HELP = ("random seed, for reproducible experiments and tests only: a release meant for the "
              "public must be made without one (the default draws from OS entropy)")
 
@@ -47,15 +85,40 @@ def parse_params(items: Sequence[str] | None) -> dict[str, str]:
     return values
 
 
+def quasi_identifiers(qi: str | None, long: str | None) -> str | None:
+    """The quasi-identifiers of --qi or of its other spelling --quasi-identifiers."""
+    if qi is not None and long is not None and qi != long:
+        raise ValueError(f"--qi and --quasi-identifiers are one option, given twice: "
+                         f"{qi!r} and {long!r}")
+    return qi if qi is not None else long
+
+
 def reading(*, sensitive: str | None = None, qi: str | None = None,
             drop_missing: bool = False, sep: str | None = None,
             domains: Mapping[str, Any] | None = None, observed_domains: bool = False,
-            non_numeric: str = "error", encoding: str = "utf-8") -> dict[str, Any]:
-    """The options of `ppdp.io.read_table` that the command line's reading options give."""
-    return {"sensitive": sensitive, "quasi_identifiers": qi, "sep": sep,
-            "missing": "drop" if drop_missing else "error", "domains": domains,
-            "observed_domains": observed_domains, "non_numeric": non_numeric,
-            "encoding": encoding}
+            non_numeric: str = "error", encoding: str = "utf-8", source: str | None = None,
+            names: str | None = None, no_header: bool = False) -> dict[str, Any]:
+    """The options of `ppdp.io.read_table` that the command line's reading options give.
+
+    --names and --no-header describe a CSV file (``source``): --no-header without --names is
+    refused rather than naming the columns col1, col2, ...: roles, domains and queries name
+    columns, and a name the file does not give would be a guess."""
+    options = {"sensitive": sensitive, "quasi_identifiers": qi, "sep": sep,
+               "missing": "drop" if drop_missing else "error", "domains": domains,
+               "observed_domains": observed_domains, "non_numeric": non_numeric,
+               "encoding": encoding}
+    if names is None and not no_header:
+        return options
+    if no_header and names is None:
+        raise ValueError("--no-header needs --names a,b,c: the names of the file's columns, "
+                         "in order")
+    if source is not None and (not Path(source).is_file()
+                               or Path(source).suffix.lower() in PARQUET_SUFFIXES):
+        raise ValueError(f"--names and --no-header describe a CSV file; {source!r} is not one")
+    listed = [name.strip() for name in (names or "").split(",")]
+    if not all(listed):
+        raise ValueError(f"--names takes the column names, comma-separated, got {names!r}")
+    return {**options, "header": not no_header, "names": listed}
 
 
 def read_source(source: str, **options: Any) -> Table:
@@ -85,11 +148,16 @@ def declared_domains(domains_file: Path | None, domain: Sequence[str] | None,
     """The domains declared by --domains, --domain and --hierarchies (later ones win)."""
     # Imported here, not at start-up: domains load numpy.
     from ppdp.data.domains import hierarchy_domains, parse_domain_options, read_domains_file
+    from ppdp.errors import SchemaError
 
     declared: dict[str, Any] = {}
     if domains_file is not None:
         declared.update(read_domains_file(domains_file))
     if hierarchies:
         declared.update(hierarchy_domains(hierarchies))
-    declared.update(parse_domain_options(domain or ()))
+    try:
+        declared.update(parse_domain_options(domain or ()))
+    except SchemaError as exc:
+        # The text of a --domain option, not the data: a usage error (exit code 2).
+        raise ValueError(str(exc)) from None
     return declared

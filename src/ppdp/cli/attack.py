@@ -16,6 +16,8 @@ from ppdp.cli._app import handle_errors
 from ppdp.cli._options import (
     DropMissing,
     JsonOutput,
+    Names,
+    NoHeader,
     NonNumeric,
     Separator,
     read_source,
@@ -35,8 +37,7 @@ def attack(
              "dataset name")],
     attacks: Annotated[list[str] | None, typer.Option(
         "--attack", "-a", help="an attack to run (repeatable; default: every one that "
-                               "applies): inference, definetti, small_counts, posterior, "
-                               "presence, linkage")] = None,
+                               "applies): @ATTACK_NAMES@")] = None,
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="directory for attacks.csv, attack-risk.png and "
                                "individuals.csv (the individuals most at risk: for the "
@@ -52,20 +53,21 @@ def attack(
                        "from group releases (default: OS entropy)")] = None,
     drop_missing: DropMissing = False,
     sep: Separator = None,
+    names: Names = None,
+    no_header: NoHeader = False,
     non_numeric: NonNumeric = "error",
     json_output: JsonOutput = False,
 ) -> None:
     """Run the known attacks on a release against the table it was published from.
 
     Each attack's success is printed beside the baseline (what an adversary
-    reaches without the release) and the bound the mechanism states:
-    inference (a classifier learnt from the release), definetti (Kifer
-    2009; Anatomy, ambiguity), small_counts (SPLU-Gen, against T_P),
-    posterior (uniform, sdr: against rho2), presence and repeated
-    (alphabeta, frapp: against gamma), linkage and singling_out (Mondrian,
-    ambiguity). With -o, the individuals most at risk go to
-    individuals.csv: that file is for the custodian only, and -o may not be
-    a release directory.
+    reaches without the release) and the bound the mechanism states. The
+    attacks (--attack names one):
+
+    @ATTACKS@
+
+    With -o, the individuals most at risk go to individuals.csv: that file
+    is for the custodian only, and -o may not be a release directory.
 
     Examples:
 
@@ -84,7 +86,8 @@ def attack(
         refuse_release_directory(output)
     release = load_release(release_dir)
     table = read_source(source, **reading(sensitive=sensitive, drop_missing=drop_missing,
-                                          sep=sep, non_numeric=non_numeric))
+                                          sep=sep, non_numeric=non_numeric, source=source,
+                                          names=names, no_header=no_header))
     report = run_attacks(release, table, attacks=attacks, sensitive=sensitive,
                          random_state=seed)
     files = report.write(output, top=top or None) if output is not None else []
@@ -122,3 +125,16 @@ def _scalars(values: Mapping[str, Any]) -> dict[str, Any]:
     """The parameters that are single values (lists such as sdr's gamma_i left out)."""
     return {k: v for k, v in values.items() if not isinstance(v, list | dict)}
 
+
+
+def help_lists() -> dict[str, str]:
+    """The attacks of the registry, for ``ppdp attack --help``: their names, and one a line
+    with what it is and the other results it reports."""
+    # Imported here, not at start-up: the attacks load scikit-learn.
+    from ppdp.attack.run import attack_list
+
+    attacks = attack_list()
+    lines = [f"  {name}: {what}" + (f" Also reports {', '.join(also)}." if also else "")
+             for name, what, also in attacks]
+    return {"@ATTACK_NAMES@": ", ".join(name for name, _, _ in attacks),
+            "@ATTACKS@": "\n".join(lines)}

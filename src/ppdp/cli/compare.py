@@ -14,14 +14,25 @@ from rich.text import Text
 from ppdp.cli._app import handle_errors
 from ppdp.cli._options import (
     SEED_HELP,
+    Domain,
+    DomainsFile,
     DropMissing,
     Encoding,
+    Hierarchies,
+    JsonOutput,
+    Names,
+    NoHeader,
     NonNumeric,
+    ObservedDomains,
+    QuasiIdentifiers,
+    QuasiIdentifiersLong,
     Separator,
+    declared_domains,
+    quasi_identifiers,
     read_source,
     reading,
 )
-from ppdp.cli._output import out, parameters_text, printable
+from ppdp.cli._output import echo_json, out, parameters_text, printable
 
 
 @handle_errors
@@ -49,12 +60,14 @@ def compare(
         "--advice-only", help="only print each mechanism's parameters for the target (or why "
                               "none), with the predicted error; publish nothing")] = False,
     seed: Annotated[int | None, typer.Option("--seed", help=SEED_HELP)] = None,
-    qi: Annotated[str | None, typer.Option(
-        "--qi", help="quasi-identifier columns, comma-separated (default: every "
-                     "non-sensitive column)")] = None,
-    hierarchies: Annotated[str | None, typer.Option(
-        "--hierarchies", help="folder of ARX hierarchy files for Mondrian, or 'adult' for the "
-                              "bundled Adult hierarchies")] = None,
+    qi: QuasiIdentifiers = None,
+    quasi_identifiers_long: QuasiIdentifiersLong = None,
+    hierarchies: Hierarchies = None,
+    domains_file: DomainsFile = None,
+    domain: Domain = None,
+    observed_domains: ObservedDomains = False,
+    names: Names = None,
+    no_header: NoHeader = False,
     drop_missing: DropMissing = False,
     sep: Separator = None,
     non_numeric: NonNumeric = "error",
@@ -62,6 +75,7 @@ def compare(
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="write into a directory that holds files (report.html and "
                             "results.json are replaced, nothing else is touched)")] = False,
+    json_output: JsonOutput = False,
 ) -> None:
     """Compare every mechanism at one privacy level on your table and queries.
 
@@ -79,11 +93,13 @@ def compare(
       ppdp compare adult -s occupation --privacy rho1=1/13,rho2=0.2 --quick -o cmp
       ppdp compare visits.csv -s disease --queries my-queries.sql --privacy beta=0.25 -o cmp
       ppdp compare adult -s occupation --privacy small-count:a=3,eps=0.3,tp=0.6 --advice-only
+      ppdp compare visits.csv -s disease --qi age,sex --quick --json -o cmp
     """
     # Imported here, not at start-up: the comparison loads every mechanism.
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
 
     from ppdp.data.hierarchy import read_hierarchies
+    from ppdp.data.schema import Role
     from ppdp.evaluate.advice import advise, parse_privacy
     from ppdp.evaluate.compare import compare as run_compare
     from ppdp.evaluate.compare import read_queries
@@ -93,14 +109,30 @@ def compare(
     target = parse_privacy(privacy)
     report = None if advice_only else _report_directory(output, overwrite=overwrite)
     asked = read_queries(queries) if queries is not None else None
-    table = read_source(source, **reading(sensitive=sensitive, qi=qi,
-                                          drop_missing=drop_missing, sep=sep,
-                                          non_numeric=non_numeric, encoding=encoding))
+    qi = quasi_identifiers(qi, quasi_identifiers_long)
+    hierarchy_files = read_hierarchies(hierarchies) if hierarchies is not None else None
+    declared = declared_domains(domains_file, domain, hierarchy_files)
+    table = read_source(source, **reading(
+        sensitive=sensitive, qi=qi, drop_missing=drop_missing, sep=sep, domains=declared,
+        non_numeric=non_numeric, encoding=encoding, source=source, names=names,
+        no_header=no_header))
     generalizations = None
-    if hierarchies is not None:
-        generalizations = {name: tree for name, tree in read_hierarchies(hierarchies).items()
+    if hierarchy_files is not None:
+        generalizations = {name: tree for name, tree in hierarchy_files.items()
                            if name in table.schema.quasi_identifiers}
+    # What `ppdp publish` needs to read the table as it was read here, and the same domains.
+    undeclared = [c.name for c in table.schema.columns
+                  if c.role != Role.IGNORED and not c.declared]
+    options = _publish_options(
+        qi=qi, sep=sep, encoding=encoding, non_numeric=non_numeric, drop_missing=drop_missing,
+        names=names, no_header=no_header, hierarchies=hierarchies, domains_file=domains_file,
+        domain=domain, observed=observed_domains or bool(undeclared))
     console = out()
+    if report is None and json_output:
+        echo_json({"privacy": target.text(), "advice": [
+            advice.to_dict() for advice in advise(table.declare_observed_domains(warn=False),
+                                                  target)]})
+        return
     if report is None:
         listing = RichTable(title=f"parameters for {target.text()}")
         for heading in ("mechanism", "parameters", "how chosen, or why not", "predicted error"):
@@ -119,7 +151,12 @@ def compare(
                              random_state=seed, hierarchies=generalizations,
                              progress=lambda what, done, total: bar.update(
                                  task, description=what, completed=done, total=total))
+    result.publish_options = tuple(options)
     files = result.write(report)
+    if json_output:
+        echo_json({**result.to_dict(), "publish_command": publish_command(result, source),
+                   "observed_domains": undeclared, "files": [str(path) for path in files]})
+        return
     summary = RichTable(title=f"{table.n_rows:,} rows, {target.text()}: error on "
                               f"{result.error_scope}")
     for heading in ("mechanism", "parameters", "error [95 % interval]", "meets target",
@@ -148,12 +185,41 @@ def compare(
         console.print(Text.assemble(("recommended: ", "bold green"),
                                     (result.recommendation.mechanism, "bold"),
                                     f" ({result.recommendation.reason})"))
-        console.print(Text(printable(f"  {publish_command(result, source)}")))
+        # Unwrapped, whatever the terminal's width: a copied command must run as it is.
+        console.print(Text(printable(f"  {publish_command(result, source)}")), soft_wrap=True)
+        if undeclared and not observed_domains:
+            console.print(Text(f"--observed-domains: the values present in "
+                               f"{', '.join(undeclared)} become public domains, which the "
+                               f"release lists; declare them (--domain, --domains) where that "
+                               f"must not be revealed", style="yellow"), soft_wrap=True)
     if seed is not None:
         console.print("[yellow]seeded: reproducible, for experiments only[/yellow]")
     for path in files:
         console.print(Text(f"wrote {path}"))
 
+
+
+def _publish_options(*, qi: str | None, sep: str | None, encoding: str, non_numeric: str,
+                     drop_missing: bool, names: str | None, no_header: bool,
+                     hierarchies: str | None, domains_file: Path | None,
+                     domain: list[str] | None, observed: bool) -> list[str]:
+    """The options of ``ppdp publish`` that read the table as compare read it and declare the
+    same domains (the values present where none was declared: compare measured with them)."""
+    options: list[str] = []
+    for option, value in (("--qi", qi), ("--sep", sep), ("--names", names),
+                          ("--hierarchies", hierarchies),
+                          ("--domains", None if domains_file is None else str(domains_file))):
+        if value is not None:
+            options += [option, value]
+    if encoding != "utf-8":
+        options += ["--encoding", encoding]
+    if non_numeric != "error":
+        options += ["--non-numeric", non_numeric]
+    for item in domain or ():
+        options += ["--domain", item]
+    flags = (("--no-header", no_header), ("--drop-missing", drop_missing),
+             ("--observed-domains", observed))
+    return options + [flag for flag, given in flags if given]
 
 
 def _report_directory(output: Path | None, *, overwrite: bool) -> Path:

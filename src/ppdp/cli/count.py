@@ -19,6 +19,8 @@ from ppdp.cli._options import (
     DropMissing,
     Encoding,
     JsonOutput,
+    Names,
+    NoHeader,
     NonNumeric,
     Separator,
     check_engine,
@@ -49,6 +51,8 @@ def count(
         "--sensitive", "-s", help="sensitive column(s) of a data file")] = None,
     drop_missing: DropMissing = False,
     sep: Separator = None,
+    names: Names = None,
+    no_header: NoHeader = False,
     non_numeric: NonNumeric = "error",
     encoding: Encoding = "utf-8",
     estimator: Annotated[str | None, typer.Option(
@@ -85,7 +89,8 @@ def count(
         answer = _count(source, query, mechanism=mechanism, param=param, seed=seed,
                         estimator=estimator, engine=engine, batch_rows=batch_rows,
                         options=reading(sensitive=sensitive, drop_missing=drop_missing,
-                                        sep=sep, non_numeric=non_numeric, encoding=encoding))
+                                        sep=sep, non_numeric=non_numeric, encoding=encoding,
+                                        source=source, names=names, no_header=no_header))
     if json_output:
         echo_json(answer.to_dict())
     else:

@@ -11,8 +11,8 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ppdp.cli._app import handle_errors
-from ppdp.cli._options import SEED_HELP
-from ppdp.cli._output import out
+from ppdp.cli._options import SEED_HELP, JsonOutput
+from ppdp.cli._output import echo_json, out
 
 
 @handle_errors
@@ -21,8 +21,8 @@ def demo(
                                          help="directory for results.csv, results.json and "
                                               "errors.png")] = Path("demo-output"),
     gamma: Annotated[int, typer.Option("--gamma", help="SPLU-Gen gamma and Anatomy l")] = 5,
-    rho1: Annotated[float, typer.Option(
-        "--rho1", help="prior bound rho1 of uniform and sdr (default 1/13)")] = 1 / 13,
+    rho1: Annotated[str, typer.Option(
+        "--rho1", help="prior bound rho1 of uniform and sdr: a decimal or a fraction")] = "1/13",
     rho2: Annotated[float | None, typer.Option(
         "--rho2", help="posterior bound rho2 of uniform and sdr (default 1/gamma)")] = None,
     size: Annotated[int, typer.Option("--size", help="queries per pool")] = 5000,
@@ -30,6 +30,7 @@ def demo(
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace the output of an earlier demo (only a directory that "
                             "holds the demo's files and nothing else)")] = False,
+    json_output: JsonOutput = False,
 ) -> None:
     """Run the SPLU-Gen paper's comparison (Section 6) on the bundled Adult table.
 
@@ -52,8 +53,11 @@ def demo(
     # Imported here, not at start-up: the demo loads every mechanism it compares.
     from ppdp.evaluate.demo import run_demo
 
-    result = run_demo(output, gamma=gamma, rho1=rho1, rho2=rho2, size=size, random_state=seed,
-                      overwrite=overwrite, progress=True)
+    result = run_demo(output, gamma=gamma, rho1=_rho1(rho1), rho2=rho2, size=size,
+                      random_state=seed, overwrite=overwrite, progress=True)
+    if json_output:
+        echo_json({**result.to_dict(), "files": [str(path) for path in result.files]})
+        return
     console = out()
     table = RichTable(
         title=f"Adult (N = {result.n_rows}, sensitive occupation), gamma = l = {result.gamma}, "
@@ -77,3 +81,15 @@ def demo(
         console.print(Text(f"note: {note}", style="yellow"))
     for path in result.files:
         console.print(Text(f"wrote {path}"))
+
+
+def _rho1(text: str) -> float:
+    """--rho1 as a number: a decimal or a fraction (the default, 1/13)."""
+    # Imported here, not at start-up: the mechanisms' package loads numpy.
+    from ppdp.mechanisms.parameters import real_number
+
+    try:
+        return real_number(text)
+    except ValueError:
+        raise ValueError(f"--rho1 takes a number or a fraction such as 1/13, got "
+                         f"{text!r}") from None

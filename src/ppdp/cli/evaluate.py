@@ -11,14 +11,14 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ppdp.cli._app import handle_errors
-from ppdp.cli._options import SEED_HELP
-from ppdp.cli._output import out
+from ppdp.cli._options import SEED_HELP, JsonOutput
+from ppdp.cli._output import echo_json, out
 
 
 @handle_errors
 def evaluate(
     names: Annotated[list[str] | None, typer.Argument(
-        help="experiments to run (see below); none with --all runs every one")] = None,
+        help="experiments to run (listed above); none with --all runs every one")] = None,
     all_experiments: Annotated[bool, typer.Option("--all", help="run every experiment")] = False,
     output: Annotated[Path, typer.Option("--output", "-o", help="report directory")] = Path(
         "evaluation"),
@@ -26,23 +26,25 @@ def evaluate(
         "--quick", help="small pools and few publications: every experiment in seconds")] = False,
     data: Annotated[Path | None, typer.Option(
         "--data", help="folder with the fars dataset and its hierarchies and more/ with "
-                       "MEPS (default: shared/datasets beside the repository); Adult and its "
-                       "hierarchies are bundled")] = None,
+                       "MEPS, which sdr, sdr_axes, size and ambiguity need (default: "
+                       "../shared/datasets where it exists, as beside a checkout of the "
+                       "repository); Adult and its hierarchies are bundled")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help=SEED_HELP)] = None,
+    json_output: JsonOutput = False,
 ) -> None:
     """Reproduce the papers' experiments and write a report.
 
     Writes report.html (self-contained, figures embedded), claims.csv (paper
     says / we measured / verdict) and one CSV of raw results per
-    experiment. Experiments: splu (SPLU-Gen Section 6), sdr (small domain
-    randomization Section 6), alphabeta (alpha-beta Section 5), ambiguity
-    (ambiguity Section 8.3), attack (attack success against each
-    mechanism's privacy parameter on Adult, see ppdp attack).
+    experiment. The experiments:
+
+    @EXPERIMENTS@
 
     Examples:
 
       ppdp evaluate --all -o evaluation
       ppdp evaluate sdr ambiguity --quick -o quick-look
+      ppdp evaluate splu_gamma --quick --json -o quick-look
     """
     # Imported here, not at start-up: the experiments load the mechanisms.
     from ppdp.evaluate.experiments import EXPERIMENTS, run_experiment
@@ -69,6 +71,15 @@ def evaluate(
             progress.advance(overall)
         progress.update(overall, description=f"writing the report to {output}")
         files = write_report(results, output)
+    if json_output:
+        echo_json({"experiments": [
+            {"name": result.name, "title": result.title, "seconds": result.seconds,
+             "claims": [{"paper": claim.paper, "measured": claim.measured,
+                         "verdict": claim.verdict, "holds": claim.holds}
+                        for claim in result.claims],
+             "notes": result.notes} for result in results],
+            "files": [str(path) for path in files]})
+        return
     console = out()
     table = RichTable(title="paper says / we measured")
     table.add_column("experiment", no_wrap=True)
@@ -86,3 +97,12 @@ def evaluate(
     for path in files:
         console.print(Text(f"wrote {path}"))
 
+
+
+def help_lists() -> dict[str, str]:
+    """The experiments of the registry, one a line, for ``ppdp evaluate --help``."""
+    # Imported here, not at start-up: the registry loads every experiment.
+    from ppdp.evaluate.experiments import EXPERIMENTS
+
+    return {"@EXPERIMENTS@": "\n".join(f"  {name}: {what}"
+                                        for name, (what, _) in EXPERIMENTS.items())}

@@ -21,16 +21,26 @@ from ppdp.cli._app import handle_errors
 from ppdp.cli._options import (
     SEED_HELP,
     STREAMING_MB,
+    Domain,
+    DomainsFile,
     DropMissing,
     Encoding,
+    Hierarchies,
+    JsonOutput,
+    Names,
+    NoHeader,
     NonNumeric,
+    ObservedDomains,
+    QuasiIdentifiers,
+    QuasiIdentifiersLong,
     Separator,
     check_engine,
     declared_domains,
     parse_params,
+    quasi_identifiers,
     reading,
 )
-from ppdp.cli._output import out, parameters_text, printable
+from ppdp.cli._output import echo_json, out, parameters_text, printable
 
 if TYPE_CHECKING:
     from ppdp.data.schema import Schema
@@ -48,9 +58,8 @@ def publish(
     sensitive: Annotated[str | None, typer.Option(
         "--sensitive", "-s", help="sensitive column(s), comma-separated (alphabeta and frapp "
                                   "treat every column as an attribute of the tuple)")] = None,
-    qi: Annotated[str | None, typer.Option(
-        "--qi", help="quasi-identifier columns, comma-separated (default: every "
-                     "non-sensitive column; others are left out)")] = None,
+    qi: QuasiIdentifiers = None,
+    quasi_identifiers_long: QuasiIdentifiersLong = None,
     param: Annotated[list[str] | None, typer.Option(
         "--param", "-p", help="mechanism parameter key=value (repeatable)")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help=SEED_HELP)] = None,
@@ -65,21 +74,12 @@ def publish(
         "--state-dir", help="alphabeta: where the private state of the views of a table is "
                             "kept (default: $PPDP_STATE_DIR, else ~/.local/state/ppdp); the "
                             "views of a table are counted there, whatever the output")] = None,
-    hierarchies: Annotated[str | None, typer.Option(
-        "--hierarchies", help="folder of ARX hierarchy files (*hierarchy_<column>.csv, lines "
-                              "leaf;level1;...;*), or 'adult' for the bundled Adult "
-                              "hierarchies: their leaves are the declared domains; mondrian "
-                              "also generalizes by them")] = None,
-    domains_file: Annotated[Path | None, typer.Option(
-        "--domains", help="JSON file declaring public domains: {\"domains\": {\"age\": "
-                          "{\"min\": 0, \"max\": 120}, \"sex\": [\"F\", \"M\"]}}")] = None,
-    domain: Annotated[list[str] | None, typer.Option(
-        "--domain", help="declare one column's public domain: COL=MIN..MAX (integers) or "
-                         "COL=a,b,c (repeatable)")] = None,
-    observed_domains: Annotated[bool, typer.Option(
-        "--observed-domains", help="take the values present as the public domains of the "
-                                   "columns not declared otherwise: the release then reveals "
-                                   "which values occur in the data")] = False,
+    hierarchies: Hierarchies = None,
+    domains_file: DomainsFile = None,
+    domain: Domain = None,
+    observed_domains: ObservedDomains = False,
+    names: Names = None,
+    no_header: NoHeader = False,
     engine: Annotated[str, typer.Option(
         "--engine", help="memory (read the whole table), streaming (read the file in batches: "
                          "memory bounded whatever its size), auto (streaming for files of "
@@ -88,6 +88,7 @@ def publish(
                          "master of the Spark configuration, else local[*])")] = "auto",
     batch_rows: Annotated[int, typer.Option(
         "--batch-rows", min=1, help="rows per batch of the streaming engine")] = 1 << 20,
+    json_output: JsonOutput = False,
 ) -> None:
     """Publish a table with a mechanism and save the release to a directory.
 
@@ -106,6 +107,7 @@ def publish(
       ppdp publish adult -m mondrian -s occupation -p k=5 -p l=5 -p diversity=frequency -o gen
       ppdp publish visits.csv -m splu -s disease --domains visits-domains.json -o rel
       ppdp publish visits.csv -m dbr -s disease --domain disease=flu,cold,hiv -o rel
+      ppdp publish visits.data --no-header --names age,sex,disease -m dbr -s disease -o rel
 
     A release lists the domain of each column it publishes, so the domains
     must be public: declared with --domains, --domain or --hierarchies (the
@@ -122,6 +124,7 @@ def publish(
     """
     # Imported here, not at start-up: the mechanisms and engines load numpy and pyarrow.
     from ppdp.data.hierarchy import read_hierarchies
+    from ppdp.errors import ReleaseError
     from ppdp.mechanisms import get_mechanism
     from ppdp.plan.engine import choose_engine, get_engine
     from ppdp.release.target import require_replaceable_release
@@ -134,18 +137,29 @@ def publish(
         # A mechanism that generalizes by hierarchies (Mondrian) takes them as a parameter.
         rebuild = cast("Callable[..., Mechanism]", type(instance))
         instance = rebuild(**instance.parameter_values, hierarchies=hierarchy_files)
+    if instance.plan_shape == "session":
+        # A mechanism that answers over the private data (laplace) has no release to write:
+        # the command line asks for what cannot be (exit code 2), refused before any work.
+        raise ValueError(f"{instance.name} answers queries over the private data; there is no "
+                         f"data release to write (ppdp count SOURCE QUERY --mechanism "
+                         f"{instance.name} -p ...)")
     declared = declared_domains(domains_file, domain, hierarchy_files)
     if os.path.lexists(output):
         if not overwrite:
             raise FileExistsError(f"{output} already exists; choose another directory or pass "
                                   f"--overwrite")
-        require_replaceable_release(output)
+        try:
+            require_replaceable_release(output)
+        except ReleaseError as exc:
+            # The output named is not a release to replace: the command line is wrong.
+            raise FileExistsError(str(exc)) from None
     check_engine(engine)
     runner = get_engine(choose_engine(engine, source))
     read = runner.read_options(source, **reading(
-        sensitive=sensitive, qi=qi, drop_missing=drop_missing, sep=sep, domains=declared,
-        observed_domains=observed_domains, non_numeric=non_numeric, encoding=encoding),
-        batch_rows=batch_rows)
+        sensitive=sensitive, qi=quasi_identifiers(qi, quasi_identifiers_long),
+        drop_missing=drop_missing, sep=sep, domains=declared, observed_domains=observed_domains,
+        non_numeric=non_numeric, encoding=encoding, source=source, names=names,
+        no_header=no_header), batch_rows=batch_rows)
     root = _state_root(state_dir) if instance.name == "alphabeta" else None
     views: Any = None
     with runner.command() as where, _shown(source, where=where, batched=runner.batched) as shown:
@@ -163,7 +177,14 @@ def publish(
             published = instance.publish(data, engine=runner.name, random_state=seed, **run)
             shown.update(f"writing {output}")
             target = published.save(output, overwrite=overwrite)
-    _print_saved_summary(instance, data, target, seeded=seed is not None)
+    summary = _saved_summary(instance, data, target, seeded=seed is not None)
+    if views is not None:
+        summary["view"] = {"published": views.published, "at_most": views.mechanism.v,
+                           "state": str(state)}
+    if json_output:
+        echo_json(summary)
+        return
+    _print_saved_summary(summary)
     if views is not None:
         out().print(f"view {views.published} of at most v = {views.mechanism.v} of this "
                     f"table (Algorithm 4 after the first); private state kept in {state}")
@@ -277,10 +298,10 @@ _LISTED_COLUMNS = 100
 """Most columns the summary of a publish lists, one row each."""
 
 
-def _print_saved_summary(mechanism: "Mechanism", data: _Read, target: Path, *,
-                         seeded: bool) -> None:
-    """The summary of a release just written, from its release.json (loading the release
-    would read every part again)."""
+def _saved_summary(mechanism: "Mechanism", data: _Read, target: Path, *,
+                   seeded: bool) -> dict[str, Any]:
+    """What a publish wrote (``--json`` prints it), from the release's release.json: loading
+    the release would read every part again."""
     # Imported here, not at start-up: the release format loads pyarrow.
     import json
 
@@ -288,29 +309,37 @@ def _print_saved_summary(mechanism: "Mechanism", data: _Read, target: Path, *,
 
     metadata = json.loads((target / METADATA_FILE).read_text())
     published = {column["name"] for column in metadata["schema"]}
+    return {"release": str(target), "mechanism": mechanism.name,
+            "summary": mechanism.summary, "parameters": metadata["parameters"],
+            "n_rows": metadata["n_rows"], "dropped_rows": data.dropped_rows, "seeded": seeded,
+            "columns": [{"name": column.name, "role": column.role.value,
+                         "values": column.size, "published": column.name in published}
+                        for column in data.schema.columns]}
+
+
+def _print_saved_summary(summary: dict[str, Any]) -> None:
+    """The summary of a release just written, as text."""
     console = out()
-    console.print(Text.assemble(("published ", "bold green"), (mechanism.name, "bold"),
-                                f" release of {metadata['n_rows']} rows to {target}"))
-    console.print(f"mechanism:  {escape(mechanism.summary)}")
-    console.print(f"parameters: {escape(parameters_text(metadata['parameters']))}")
-    if data.dropped_rows:
-        console.print(f"dropped {data.dropped_rows} rows with missing values")
-    if seeded:
+    console.print(Text.assemble(("published ", "bold green"), (summary["mechanism"], "bold"),
+                                f" release of {summary['n_rows']} rows to {summary['release']}"))
+    console.print(f"mechanism:  {escape(summary['summary'])}")
+    console.print(f"parameters: {escape(parameters_text(summary['parameters']))}")
+    if summary["dropped_rows"]:
+        console.print(f"dropped {summary['dropped_rows']} rows with missing values")
+    if summary["seeded"]:
         console.print("[yellow]seeded: reproducible, for experiments only[/yellow]")
     columns = RichTable(title="columns")
     columns.add_column("column")
     columns.add_column("role")
     columns.add_column("values", justify="right")
     columns.add_column("published")
-    listed = data.schema.columns[:_LISTED_COLUMNS]
-    for column in listed:
-        shown = column.name in published
-        columns.add_row(Text(printable(column.name)), column.role.value, str(column.size),
-                        "yes" if shown else "no (left out)")
+    for column in summary["columns"][:_LISTED_COLUMNS]:
+        columns.add_row(Text(printable(column["name"])), column["role"], str(column["values"]),
+                        "yes" if column["published"] else "no (left out)")
     console.print(columns)
-    rest = data.schema.columns[_LISTED_COLUMNS:]
+    rest = summary["columns"][_LISTED_COLUMNS:]
     if rest:
         # A table row costs rich about a millisecond: 100,000 of them took minutes.
-        kept = sum(column.name in published for column in rest)
+        kept = sum(column["published"] for column in rest)
         console.print(f"and {len(rest)} more columns ({kept} published; release.json lists "
                       f"them all)")

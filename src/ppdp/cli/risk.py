@@ -14,6 +14,8 @@ from ppdp.cli._options import (
     DropMissing,
     Encoding,
     JsonOutput,
+    Names,
+    NoHeader,
     NonNumeric,
     Separator,
     read_source,
@@ -33,6 +35,8 @@ def risk(
                             "file")] = None,
     drop_missing: DropMissing = False,
     sep: Separator = None,
+    names: Names = None,
+    no_header: NoHeader = False,
     non_numeric: NonNumeric = "error",
     encoding: Encoding = "utf-8",
     json_output: JsonOutput = False,
@@ -67,8 +71,9 @@ def risk(
             if data["mechanism"] != "ambiguity" or source is None:
                 raise ValueError("SOURCE (and --per-tuple) apply to ambiguity releases, and "
                                  "--per-tuple needs SOURCE")
-            table = read_source(source, **reading(drop_missing=drop_missing, sep=sep,
-                                                  non_numeric=non_numeric, encoding=encoding))
+            table = read_source(source, **reading(
+                drop_missing=drop_missing, sep=sep, non_numeric=non_numeric, encoding=encoding,
+                source=source, names=names, no_header=no_header))
             rows = tuple_risk(release, table)  # type: ignore[arg-type]
             presence = rows.column("presence").to_numpy()
             presence_any = rows.column("presence_any").to_numpy()

@@ -26,6 +26,7 @@ from ppdp.evaluate.figures import bars
 from ppdp.evaluate.report import html_figure, html_page, html_rows
 from ppdp.io.storage import write_atomic
 from ppdp.jsonable import json_ready
+from ppdp.mechanisms.parameters import number_text
 
 __all__ = ["Comparison", "MechanismResult", "Recommendation", "comparison_figures",
            "comparison_html", "publish_command"]
@@ -102,6 +103,9 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     figures: list[tuple[str, bytes]] = field(default_factory=list)
     seconds: float = 0.0
+    publish_options: tuple[str, ...] = ()
+    """The options of ``ppdp publish`` that read the table as it was read here (``--qi``,
+    ``--sep``, the domains ...), for the recommended command."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"table": self.table, "n_rows": self.n_rows, "sensitive": self.sensitive,
@@ -113,6 +117,7 @@ class Comparison:
                 "recommendation": None if self.recommendation is None
                 else self.recommendation.to_dict(),
                 "recommendation_reason": self.recommendation_reason,
+                "publish_command": publish_command(self),
                 "mechanisms": [m.to_dict() for m in self.mechanisms], "notes": self.notes}
 
     def write(self, directory: str | os.PathLike[str]) -> list[Path]:
@@ -125,13 +130,17 @@ class Comparison:
 
 
 def publish_command(comparison: Comparison, source: str = "SOURCE") -> str | None:
-    """The ``ppdp publish`` line that makes the recommended release."""
+    """The ``ppdp publish`` line that makes the recommended release, as a shell reads it: the
+    parameters as they read back exactly (`number_text`: 1/13, not 0.07692307692307693) and
+    the options that read the table as the comparison did (``publish_options``)."""
     chosen = comparison.recommendation
     if chosen is None:
         return None
-    options = " ".join(f"-p {k}={v}" for k, v in chosen.parameters.items())
-    return (f"ppdp publish {shlex.quote(source)} -m {chosen.mechanism} -s "
-            f"{shlex.quote(comparison.sensitive)} {options} -o {chosen.mechanism}-release")
+    words = ["ppdp", "publish", source, "-m", chosen.mechanism, "-s", comparison.sensitive]
+    for key, value in chosen.parameters.items():
+        words += ["-p", f"{key}={number_text(value)}"]
+    words += [*comparison.publish_options, "-o", f"{chosen.mechanism}-release"]
+    return shlex.join(words)
 
 
 def comparison_html(comparison: Comparison) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ppdp import datasets
-from ppdp.errors import OutputExistsError
+from ppdp.errors import MissingDependencyError, OutputExistsError
 from ppdp.estimate import Z95
 from ppdp.evaluate.figures import bars
 from ppdp.evaluate.metrics import average_relative_error
@@ -193,12 +193,19 @@ def run_demo(output_dir: str | Path | None, *, gamma: int = 5, rho1: float = DEF
             warnings.simplefilter("always")
             small, large = splu_pools(table, sensitive=SENSITIVE, size=size,
                                       random_state=streams[0])
-        notes = tuple(str(w.message) for w in caught)
+        notes = [str(w.message) for w in caught]
         rows = []
         for (label, mechanism), stream in zip(mechanisms, streams[1:], strict=True):
             step(f"{label}: publishing")
             start = time.perf_counter()
-            release = mechanism.publish(table, random_state=stream)
+            try:
+                release = mechanism.publish(table, random_state=stream)
+            except MissingDependencyError as missing:
+                # Laplace counts without a seed need OpenDP, an extra: the demo runs the other
+                # mechanisms and says which it left out and why.
+                step(f"{label}: left out")
+                notes.append(f"{label} left out: {missing}")
+                continue
             published = time.perf_counter() - start
             step(f"{label}: estimating {len(small) + len(large)} queries")
             start = time.perf_counter()
@@ -215,7 +222,7 @@ def run_demo(output_dir: str | Path | None, *, gamma: int = 5, rho1: float = DEF
             ))
         result = DemoResult(rows=tuple(rows), n_rows=table.n_rows, gamma=gamma, rho1=rho1,
                             rho2=rho2, size=size, n_small=len(small), n_large=len(large),
-                            seed=seed, notes=notes, seconds=time.perf_counter() - began)
+                            seed=seed, notes=tuple(notes), seconds=time.perf_counter() - began)
         if output_dir is None:
             return result
         step(f"writing {output_dir}")

@@ -257,6 +257,15 @@ def _parse_csv(path: Path, layout: CsvLayout, keep: list[str] | None) -> pa.Tabl
                               f"{reason}") from exc
 
 
+def is_data_frame(data: object) -> bool:
+    """Whether ``data`` is a table held in memory that `read_table` reads: a pandas or polars
+    DataFrame, or an Arrow Table or RecordBatch (without importing pandas or polars)."""
+    if isinstance(data, pa.Table | pa.RecordBatch):
+        return True
+    return (type(data).__module__.split(".")[0] in ("pandas", "polars")
+            and type(data).__name__ == "DataFrame")
+
+
 def _arrow_from_object(source: Any) -> pa.Table:
     if isinstance(source, pa.Table):
         return source

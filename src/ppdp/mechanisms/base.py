@@ -61,8 +61,10 @@ class Mechanism(ABC):
 
         ``random_state``: None (OS entropy, the default for real releases), an int seed
         (reproducible, for experiments) or a numpy Generator. A Table gives the Release in
-        memory; a Spark DataFrame takes the options of `ppdp.engines.spark.publish`
-        (``sensitive``, ``domains``, ``row_id``...) and gives what ``save`` writes."""
+        memory, and so does a pandas or polars DataFrame or an Arrow table, read with the
+        options of `ppdp.io.read.read_table` (``sensitive``, ``domains``...); a Spark DataFrame
+        takes the options of `ppdp.engines.spark.publish` (``sensitive``, ``domains``,
+        ``row_id``...) and gives what ``save`` writes."""
         return publish(self, data, engine=engine, random_state=random_state, **options)
 
     def publish_source(self, source: Source, directory: str | os.PathLike[str], *,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -24,6 +25,30 @@ def check_int(name: str, value: object, minimum: int) -> int:
     if not is_int(value) or int(value) < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return int(value)
+
+
+def real_number(text: str) -> float:
+    """A number written as a decimal (``0.2``, ``1e-3``, ``inf``) or as a fraction (``1/13``),
+    which writes a parameter such as rho1 = 1/13 exactly and briefly; ValueError otherwise."""
+    if "/" in text:
+        try:
+            return float(Fraction(text.strip()))
+        except ZeroDivisionError:
+            raise ValueError(f"{text!r} divides by zero") from None
+    return float(text)
+
+
+def number_text(value: object) -> str:
+    """A parameter value as the command line takes it back exactly: a float as the fraction
+    of small denominator it equals when its decimal is long (1/13), else its shortest decimal
+    that reads back as the same float (0.2, 1e-05); other values as ``str``."""
+    if not isinstance(value, float) or isinstance(value, bool) or not math.isfinite(value):
+        return str(value)
+    text = repr(value)
+    fraction = Fraction(value).limit_denominator(10_000)
+    if len(text) > 8 and fraction.denominator > 1 and float(fraction) == value:
+        return f"{fraction.numerator}/{fraction.denominator}"
+    return text
 
 
 REQUIRED = object()
@@ -54,6 +79,8 @@ class Parameter:
                     if not number.is_integer():
                         raise ValueError
                     return int(number)
+                if self.kind is float:
+                    return real_number(value)
                 return self.kind(value)
             except ValueError:
                 raise ValueError(f"parameter {self.name!r} must be {self.kind.__name__}, got "

@@ -219,8 +219,8 @@ def choose_engine(name: str, source: str | os.PathLike[str]) -> str:
 
 def engine_for(data: object, name: str | None = None) -> Engine:
     """The engine that publishes ``data``: the one named, else the first registered that takes
-    it (a Table: memory; a Source or a polars LazyFrame: streaming; a Spark DataFrame:
-    spark)."""
+    it (a Table or a pandas, polars or Arrow table in memory: memory; a Source or a polars
+    LazyFrame: streaming; a Spark DataFrame: spark)."""
     if name is not None:
         engine = get_engine(name)
         return engine
@@ -228,8 +228,11 @@ def engine_for(data: object, name: str | None = None) -> Engine:
         engine = get_engine(registered)
         if engine.takes(data):
             return engine
-    raise TypeError(f"no engine publishes a {type(data).__name__}: publish a ppdp Table "
-                    f"(ppdp.read_table), a source read in batches (ppdp.io.scan_table: a CSV or "
+    kind = type(data).__name__ if type(data).__module__ == "builtins" else \
+        f"{type(data).__module__}.{type(data).__name__}"
+    raise TypeError(f"no engine publishes a {kind}: "
+                    f"publish a ppdp Table (ppdp.read_table), a pandas or polars DataFrame or "
+                    f"an Arrow table, a source read in batches (ppdp.io.scan_table: a CSV or "
                     f"Parquet file or a polars LazyFrame) or a Spark DataFrame")
 
 

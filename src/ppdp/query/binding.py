@@ -93,13 +93,16 @@ class BoundQuery:
         return self.predicate.columns | frozenset(self.group_by)
 
 
-def bind(query: str | Query, schema: Schema, *, table_name: str | None = None) -> BoundQuery:
+def bind(query: str | Query, schema: Schema, *, table_name: str | None = None,
+         any_table: bool = False) -> BoundQuery:
     """Resolve column names and literals of a query against a schema's domains.
 
     ``table_name`` is the name of the table asked: ``FROM`` may name it or the generic ``t``.
+    ``any_table``: ``FROM`` may name any table (a release: see `ppdp.release.base.Release`).
     """
     query = parse_query(query)
-    _check_table(query.table, table_name)
+    if not any_table:
+        _check_table(query.table, table_name)
     group_by = tuple(_resolve_name(name, schema) for name in query.group_by)
     if len(set(group_by)) != len(group_by):
         raise QueryError(f"GROUP BY repeats a column: {_show(query.text)}")

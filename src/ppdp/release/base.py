@@ -14,13 +14,15 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 import numpy as np
 import pyarrow as pa
 
 from ppdp.data.schema import Schema
-from ppdp.estimate import Estimate, GroupedEstimate
+from ppdp.errors import ReleaseError
+from ppdp.estimate import Estimate, GroupedEstimate, estimates_table
+from ppdp.frames import as_frame, check_library
 from ppdp.io.storage import staged_directory
 from ppdp.plan.engine import ScannedFiles
 from ppdp.plan.order import split_parts
@@ -57,7 +59,10 @@ class Release(ABC):
         self.parameters = dict(parameters)
         self.n_rows = int(n_rows)
         self.name: str | None = None
-        """The release's name in queries' FROM (its directory's name once saved or loaded)."""
+        """The release's name (its directory's name once saved or loaded). A query's FROM may
+        name any table: a release holds one, and a query is written for the table it was
+        published from (``FROM german`` on german.csv), whose name the release does not record
+        (recording it would change every release's bytes)."""
         self.part_rows: tuple[int, ...] | None = None
         """Rows of each Parquet part of the published rows, in order (None: one part)."""
 
@@ -69,7 +74,7 @@ class Release(ABC):
 
     def count(self, query: str | Query) -> Estimate | GroupedEstimate:
         """Estimate a count query (SQL text or Query) from the release."""
-        bound = bind(query, self.schema, table_name=self.name)
+        bound = bind(query, self.schema, table_name=self.name, any_table=True)
         values, stderr = self._estimate([bound])[0]
         if bound.group_by:
             keep = np.ones(values.shape, dtype=bool) if self.answers_every_key else None
@@ -82,16 +87,37 @@ class Release(ABC):
         """The Estimate for a value and standard error (normal 95 % interval by default)."""
         return Estimate.with_stderr(value, stderr)
 
-    def count_all(self, queries: Iterable[str | Query]) -> tuple[np.ndarray, np.ndarray]:
-        """Estimates and standard errors (NaN where none) of many ungrouped queries at once."""
-        bound = [bind(q, self.schema, table_name=self.name) for q in queries]
+    @overload
+    def count_all(self, queries: Iterable[str | Query], *, frame: None = None
+                  ) -> tuple[np.ndarray, np.ndarray]: ...
+
+    @overload
+    def count_all(self, queries: Iterable[str | Query], *, frame: str) -> Any: ...
+
+    def count_all(self, queries: Iterable[str | Query], *, frame: str | None = None
+                  ) -> tuple[np.ndarray, np.ndarray] | Any:
+        """Estimates and standard errors (NaN where none) of many ungrouped queries at once.
+
+        With ``frame`` (``"pandas"``, ``"polars"`` or ``"arrow"``), a data frame instead: one
+        row per query, its text in ``query``, then ``estimate``, ``stderr``, ``ci95_low`` and
+        ``ci95_high`` (missing where the release gives none), as `GroupedEstimate.to_frame`.
+        """
+        if frame is not None:
+            check_library(frame)
+        bound = [bind(q, self.schema, table_name=self.name, any_table=True)
+                 for q in queries]
         for b in bound:
             require_ungrouped(b)
         self._prefetch(bound)
         results = self._estimate(bound)
         values = np.asarray([float(v) for v, _ in results], dtype=np.float64)
         stderr = np.asarray([np.nan if s is None else float(s) for _, s in results])
-        return values, stderr
+        if frame is None:
+            return values, stderr
+        estimates = [self._interval(float(v), None if np.isnan(s) else float(s))
+                     for v, s in zip(values, stderr, strict=True)]
+        texts = pa.array([b.query.text for b in bound], type=pa.string())
+        return as_frame(estimates_table({"query": texts}, estimates), frame)
 
     def _prefetch(self, queries: Sequence[BoundQuery]) -> None:
         """Prepare to answer these queries together (a release counting from its files
@@ -103,6 +129,40 @@ class Release(ABC):
                   ) -> list[tuple[np.ndarray, np.ndarray | None]]:
         """For each query, estimates over its GROUP BY domains (a 0-d array when ungrouped)
         and standard errors (NaN where unknown) or None."""
+
+    # -- the published tables ---------------------------------------------------------------
+
+    main_table: ClassVar[str | None] = "rows"
+    """The table `to_arrow`, `to_pandas` and `to_polars` give when none is named (the published
+    rows); None where the release has no one main table (Anatomy's two, ambiguity's several)."""
+
+    def tables(self) -> dict[str, pa.Table]:
+        """The published tables by name (the stems of their files), each whole, as Arrow
+        tables of values: what ``save`` writes, for any tool that reads Arrow."""
+        return {stem: table if isinstance(table, pa.Table) else pa.concat_tables(table)
+                for stem, table in self._tables().items()}
+
+    def to_arrow(self, table: str | None = None) -> pa.Table:
+        """One published table as an Arrow table: the one ``table`` names (a key of
+        `tables`), by default `main_table`."""
+        tables = self.tables()
+        name = self.main_table if table is None else table
+        if name is None:
+            raise ReleaseError(f"a {self.mechanism} release publishes {len(tables)} tables; "
+                               f"name one: {', '.join(map(repr, tables))}")
+        if name not in tables:
+            raise ReleaseError(f"a {self.mechanism} release has no table {name!r}; its tables: "
+                               f"{', '.join(map(repr, tables))}")
+        return tables[name]
+
+    def to_pandas(self, table: str | None = None) -> Any:
+        """One published table (see `to_arrow`) as a pandas DataFrame, values as categoricals
+        (pandas is the ``dataframes`` extra)."""
+        return as_frame(self.to_arrow(table), "pandas")
+
+    def to_polars(self, table: str | None = None) -> Any:
+        """One published table (see `to_arrow`) as a polars DataFrame."""
+        return as_frame(self.to_arrow(table), "polars")
 
     # -- files ------------------------------------------------------------------------------
 

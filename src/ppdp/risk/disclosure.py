@@ -25,6 +25,7 @@ import pyarrow as pa
 import scipy.sparse as sp
 
 from ppdp.data.schema import Schema
+from ppdp.errors import SchemaError
 from ppdp.mechanisms.ambiguity.release import AmbiguityRelease
 from ppdp.release.base import Release
 from ppdp.table.table import Table
@@ -182,7 +183,8 @@ def codes_in_release(source: Table, schema: Schema, columns: Sequence[str]
     codes = {}
     for name in columns:
         if name not in source.schema:
-            raise ValueError(f"the source has no column {name!r}, which the release publishes")
+            raise SchemaError(f"the source has no column {name!r}, which the release "
+                              f"publishes")
         index = {value: code for code, value in enumerate(schema[name].domain)}
         lut = np.asarray([index.get(value, -1) for value in source.schema[name].domain],
                          dtype=np.int64)

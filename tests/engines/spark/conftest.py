@@ -8,6 +8,16 @@ from typing import Any
 
 import pytest
 
+SETUP_MODULE = "test_spark_setup"
+"""The tests of the refusals themselves, which run without Spark."""
+
+
+@pytest.fixture(autouse=True)
+def _needs_spark(request: pytest.FixtureRequest) -> None:
+    """Every Spark test but the refusals' needs pyspark and Java 17+ (`spark_runtime`)."""
+    if request.module.__name__.rpartition(".")[2] != SETUP_MODULE:
+        request.getfixturevalue("spark_runtime")
+
 
 @pytest.fixture(scope="session")
 def adult_domains() -> dict[str, Any]:

@@ -224,5 +224,5 @@ def test_cli_publishes_views_on_spark_under_their_state(spark, rows_file, domain
     result = publish("spark", "spark-2", "spark-state")
     assert result.exit_code == 0 and "view 2 of at most v = 2" in result.output, result.output
     result = publish("spark", "spark-3", "spark-state")
-    assert result.exit_code == 2 and "bound v = 2" in result.output
+    assert result.exit_code == 3 and "bound v = 2" in result.output
     assert not (tmp_path / "spark-3").exists()

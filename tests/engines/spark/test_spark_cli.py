@@ -86,6 +86,6 @@ def test_a_spark_failure_is_one_error_line(spark, tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["publish", str(parquet), "-m", "dbr", "-s", "b",
                                       "--observed-domains", "--engine", "spark",
                                       "-o", str(tmp_path / "out")])
-    assert result.exit_code == 2
+    assert result.exit_code == 3
     assert "error: Spark failed: " in result.output
     assert "Traceback" not in result.output

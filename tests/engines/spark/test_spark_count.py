@@ -58,7 +58,7 @@ def test_spark_engine_checks_digests_and_refuses_data_files(adult, spark, tmp_pa
     rows.write_bytes(rows.read_bytes()[:-1] + b"x")
     result = CliRunner().invoke(app, ["count", str(tmp_path / "dbr"), "sex = 'Female'",
                                       "--engine", "spark"])
-    assert result.exit_code == 2
+    assert result.exit_code == 4  # a damaged release
     assert "does not match the digest" in result.output
     result = CliRunner().invoke(app, ["count", "adult", "sex = 'Female'", "--engine", "spark"])
     assert result.exit_code == 2

@@ -34,6 +34,6 @@ def test_old_java_is_refused(monkeypatch, tmp_path):
         require_java()
 
 
-def test_installed_java_is_found():
+def test_installed_java_is_found(spark_runtime):
     version = java_version()
     assert version is not None and version >= 17

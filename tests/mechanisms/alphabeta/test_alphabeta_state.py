@@ -34,7 +34,7 @@ def test_another_output_folder_does_not_reset_the_count(tmp_path: Path) -> None:
         assert view_number(tmp_path / folder) == index + 1
     result = run("publish", "adult", *PARAMS, "-o", tmp_path / "elsewhere" / "view4",
                  "--seed", 9)
-    assert result.exit_code == 2 and "3 views of this table were published" in result.stderr
+    assert result.exit_code == 3 and "3 views of this table were published" in result.stderr
     assert not (tmp_path / "elsewhere" / "view4").exists()
 
 
@@ -66,7 +66,7 @@ def test_a_failure_to_record_the_state_leaves_no_release(tmp_path: Path,
     with monkeypatch.context() as patch:
         patch.setattr(ViewSequence, "save_state", failing)
         result = run("publish", "adult", *PARAMS, "-o", tmp_path / "view1", "--seed", 1)
-    assert result.exit_code == 2 and "No space left" in result.stderr
+    assert result.exit_code == 3 and "No space left" in result.stderr
     assert not (tmp_path / "view1").exists()
     assert [p.name for p in tmp_path.iterdir()] == []
     # Nothing was counted: the next publish is view 1.
@@ -80,7 +80,7 @@ def test_other_parameters_do_not_start_a_fresh_count(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     other = ["-m", "alphabeta", "-p", "k=1", "-p", "gamma=0.6", "-p", "v=3"]
     result = run("publish", "adult", *other, "-o", tmp_path / "view2", "--seed", 2)
-    assert result.exit_code == 2 and "same parameters" in result.stderr
+    assert result.exit_code == 4 and "same parameters" in result.stderr
     assert not (tmp_path / "view2").exists()
 
 

@@ -267,9 +267,9 @@ def run(*args: object):
     return runner.invoke(app, [str(a) for a in args])
 
 
-def refused(*args: object, match: str) -> str:
+def refused(*args: object, match: str, code: int) -> str:
     result = run(*args)
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == code, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert match in lines[0], lines[0]
@@ -298,11 +298,13 @@ def test_cli_views_of_the_paper_table(private_state_dir, tmp_path):
     meta = json.loads((tmp_path / "view2" / "release.json").read_text())
     assert meta["parameters"]["view"] == 2 and "earlier" in meta["files"]
     assert json.loads(states[0].read_text())["published"] == 2
-    refused("publish", source, *params, "-o", tmp_path / "view3", "--seed", 3, match="v = 2")
+    # A view beyond the bound: 3; the state set up with other parameters: 4.
+    refused("publish", source, *params, "-o", tmp_path / "view3", "--seed", 3, match="v = 2",
+            code=3)
     assert not (tmp_path / "view3").exists()
     refused("publish", source, "-m", "alphabeta", "-p", "k=10", "-p", "gamma=0.3", "-p", "v=2",
             "--observed-domains", "-o", tmp_path / "other", "--seed", 4,
-            match="same parameters")
+            match="same parameters", code=4)
     assert not (tmp_path / "other").exists()
     # The release answers queries through `ppdp count`.
     answer = run("count", tmp_path / "view2", "age < 30", "--json")

@@ -13,7 +13,7 @@ from typing import Any
 from ppdp.datasets import NAMES as DATASETS
 from ppdp.datasets import load as load_dataset
 from ppdp.engines.memory.rows import execute_in_memory
-from ppdp.io.read import read_table
+from ppdp.io.read import is_data_frame, read_table
 from ppdp.mechanisms.alphabeta.views import ViewSequence
 from ppdp.mechanisms.base import GroupMechanism, RowMechanism, StepsMechanism
 from ppdp.plan.blocks import block_generator
@@ -47,7 +47,8 @@ class MemoryEngine:
     reads_snapshots = True  # every table read whole on loading, from the files opened
 
     def takes(self, data: object) -> bool:
-        return isinstance(data, Table)
+        """A Table, or a data frame in memory (pandas, polars, Arrow) that `open` reads."""
+        return isinstance(data, Table) or is_data_frame(data)
 
     def read_options(self, source: str | os.PathLike[str], **options: Any) -> dict[str, Any]:
         """A file, or a bundled dataset by name where no file has that name; the table is

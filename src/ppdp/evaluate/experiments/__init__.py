@@ -20,9 +20,9 @@ from ppdp.evaluate.experiments.attack import ATTACK_QUICK_ROWS
 from ppdp.evaluate.experiments.config import Config, Experiment
 from ppdp.evaluate.experiments.registry import EXPERIMENTS, run_experiment
 from ppdp.evaluate.experiments.splu import SPLU_BANDS
-from ppdp.evaluate.experiments.tables import MEPS_FILE, SHARED_DATASETS, read_meps
+from ppdp.evaluate.experiments.tables import MEPS_FILE, default_data, read_meps
 from ppdp.evaluate.result import Claim, ExperimentResult
 
-__all__ = ["ATTACK_QUICK_ROWS", "EXPERIMENTS", "MEPS_FILE", "SHARED_DATASETS", "SPLU_BANDS",
-           "Claim", "Config", "Experiment", "ExperimentResult", "read_meps", "run_experiment",
+__all__ = ["ATTACK_QUICK_ROWS", "EXPERIMENTS", "MEPS_FILE", "SPLU_BANDS", "Claim", "Config",
+           "Experiment", "ExperimentResult", "default_data", "read_meps", "run_experiment",
            "splu_result"]

@@ -22,8 +22,9 @@ class Config:
     rng: np.random.Generator
     step: Callable[[str], None]
     """Told what is being done, for a progress display."""
-    data: Path
-    """The folder holding ``fars`` and MEPS (`ppdp.evaluate.experiments.tables`)."""
+    data: Path | None
+    """The folder holding ``fars`` and MEPS (`ppdp.evaluate.experiments.tables`); None when
+    none was given or found (an experiment that needs one says so)."""
 
     def publications(self, quick: int, full: int) -> int:
         """The number of publications of each point: ``quick`` or ``full``."""

@@ -14,7 +14,7 @@ from ppdp.evaluate.experiments.config import Config, Experiment
 from ppdp.evaluate.experiments.sdr import sdr, sdr_axes
 from ppdp.evaluate.experiments.size import size
 from ppdp.evaluate.experiments.splu import splu, splu_gamma, splu_two
-from ppdp.evaluate.experiments.tables import SHARED_DATASETS
+from ppdp.evaluate.experiments.tables import default_data
 from ppdp.evaluate.result import ExperimentResult
 from ppdp.randomness import RandomState, make_rng
 
@@ -44,8 +44,8 @@ def run_experiment(name: str, *, quick: bool = False, random_state: RandomState 
                    progress: Callable[[str], None] | None = None,
                    data: str | Path | None = None) -> ExperimentResult:
     """Run one experiment by name (see ``EXPERIMENTS``). ``data``: the folder holding the
-    ``fars`` dataset and its hierarchies and MEPS (``MEPS_FILE``) (default:
-    ``shared/datasets`` beside the repository); experiments that need it say so when it is
+    ``fars`` dataset and its hierarchies and MEPS (``MEPS_FILE``) (default: `default_data`,
+    ``../shared/datasets`` where it exists); experiments that need it say so when it is
     missing. Adult and its hierarchies are the bundled ones (`ppdp.datasets`)."""
     try:
         experiment = EXPERIMENTS[name][1]
@@ -53,7 +53,7 @@ def run_experiment(name: str, *, quick: bool = False, random_state: RandomState 
         raise ValueError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}") \
             from None
     config = Config(quick, make_rng(random_state), progress or (lambda _: None),
-                    Path(data) if data is not None else SHARED_DATASETS)
+                    Path(data) if data is not None else default_data())
     start = time.perf_counter()
     result = experiment(config)
     result.seconds = time.perf_counter() - start

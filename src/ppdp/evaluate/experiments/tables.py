@@ -13,15 +13,43 @@ from ppdp.evaluate.result import ExperimentResult
 from ppdp.io.read import read_table
 from ppdp.table.table import Table
 
-__all__ = ["MEPS_FILE", "SHARED_DATASETS", "load_hierarchies", "load_table", "read_meps"]
+__all__ = ["MEPS_FILE", "default_data", "load_hierarchies", "load_table", "read_meps"]
 
-# This file is src/ppdp/evaluate/experiments/tables.py: parents[4] is the repository, whose
-# sibling ``shared/datasets`` holds the datasets that are too large to bundle.
-SHARED_DATASETS = Path(__file__).resolve().parents[4].parent / "shared" / "datasets"
-"""The default data folder: ``shared/datasets`` beside the repository."""
+SHARED_DATASETS = Path("shared") / "datasets"
+"""Where the datasets too large to bundle are kept beside a checkout of the repository."""
+
+FARS_FILE = Path("fars") / "fars_int.csv"
+"""FARS (``load_table``), relative to the datasets folder."""
 
 MEPS_FILE = Path("more") / "meps2005_conditions.csv"
 """MEPS 2005 (``read_meps``), relative to the datasets folder."""
+
+
+def default_data() -> Path | None:
+    """The data folder when none is given: ``../shared/datasets`` of the current directory
+    (run from a checkout's root), else the one beside the checkout this module runs from;
+    None when neither exists (an installed package has no such folder: FARS and MEPS then
+    need ``data=DIR``, ``--data DIR``)."""
+    # parents[4] of src/ppdp/evaluate/experiments/tables.py is the checkout; in an installed
+    # package it is a folder of the environment, where no shared/datasets is.
+    for folder in (Path.cwd().parent / SHARED_DATASETS,
+                   Path(__file__).resolve().parents[4].parent / SHARED_DATASETS):
+        if folder.is_dir():
+            return folder
+    return None
+
+
+def _data_file(data: Path | None, name: str, file: Path) -> Path:
+    """``file`` in the data folder, or one line saying where to find it."""
+    if data is None:
+        raise PpdpError(f"{name} is not bundled and no data folder was found "
+                        f"(../{SHARED_DATASETS.as_posix()} of the current directory): pass "
+                        f"data=DIR (CLI: --data DIR), a folder holding {file.as_posix()}")
+    path = data / file
+    if not path.is_file():
+        raise PpdpError(f"{name} is not at {path}; pass data=DIR (CLI: --data DIR), a folder "
+                        f"holding {file.as_posix()}")
+    return path
 
 
 def read_meps(path: str | Path, *, sensitive: str = "ICD9CODX") -> Table:
@@ -42,22 +70,19 @@ def read_meps(path: str | Path, *, sensitive: str = "ICD9CODX") -> Table:
                       ).declare_observed_domains(warn=False)
 
 
-def load_table(data: Path, dataset: str, sensitive: str) -> Table:
+def load_table(data: Path | None, dataset: str, sensitive: str) -> Table:
     """One of the papers' tables by name (``adult``, ``fars`` or ``meps``) with its sensitive
-    column; FARS and MEPS from the folder ``data``."""
+    column; FARS and MEPS from the folder ``data`` (None: no folder was given or found)."""
     if dataset == "adult":
         return datasets.adult(observed_domains=True, sensitive=sensitive)
     if dataset == "meps":
-        return read_meps(data / MEPS_FILE, sensitive=sensitive)
-    path = data / "fars" / "fars_int.csv"
-    if not path.is_file():
-        raise PpdpError(f"FARS is not at {path}; pass data=DIR (CLI: --data DIR) with the "
-                        f"fars folder")
+        return read_meps(_data_file(data, "MEPS", MEPS_FILE), sensitive=sensitive)
+    path = _data_file(data, "FARS", FARS_FILE)
     # The papers' setting: the domains are the values present (FARS has no codebook).
     return read_table(path, sensitive=sensitive).declare_observed_domains(warn=False)
 
 
-def load_hierarchies(data: Path, dataset: str, table: Table, result: ExperimentResult
+def load_hierarchies(data: Path | None, dataset: str, table: Table, result: ExperimentResult
                      ) -> dict[str, Any] | None:
     """The dataset's ARX hierarchies for the table's quasi-identifiers: Adult's bundled ones,
     another dataset's from the folder ``data`` if present (else None, with a note in
@@ -65,8 +90,8 @@ def load_hierarchies(data: Path, dataset: str, table: Table, result: ExperimentR
     if dataset in datasets.NAMES:
         hierarchies = datasets.hierarchies(dataset)
     else:
-        folder = data / dataset / "hierarchies"
-        if not folder.is_dir():
+        folder = (data or Path.cwd()) / dataset / "hierarchies"
+        if data is None or not folder.is_dir():
             result.notes.append(f"{dataset}: no hierarchies at {folder}; Mondrian generalizes "
                                 f"numbers to ranges and text to value sets")
             return None

@@ -32,6 +32,8 @@ class AlphaBetaRelease(Release):
     a view after the first, also V', the union of the earlier views (public already)."""
 
     mechanism = "alphabeta"
+    # The view; a later view's earlier rows are the table 'earlier'.
+    main_table = "view"
 
     def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
                  codes: Mapping[str, np.ndarray],

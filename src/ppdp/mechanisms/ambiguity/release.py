@@ -49,6 +49,8 @@ class AmbiguityRelease(Release):
     ST = (GroupID, S, Frequency) (Definition 3.3)."""
 
     mechanism = "ambiguity"
+    # One table per quasi-identifier and the sensitive table: none is the main one.
+    main_table = None
 
     @classmethod
     def check_parameters(cls, schema: Schema, parameters: Mapping[str, Any]) -> None:

@@ -37,6 +37,8 @@ class AnatomyRelease(Release):
     """An Anatomy release: QIT (quasi-identifiers, GroupID) and ST (GroupID, value, count)."""
 
     mechanism = "anatomy"
+    # The quasi-identifier table and the sensitive table: neither is the main one.
+    main_table = None
 
     def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
                  qit: Mapping[str, np.ndarray], qit_groups: np.ndarray,

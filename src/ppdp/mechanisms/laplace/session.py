@@ -2,7 +2,8 @@
 
 Noise is integer-valued (discrete Laplace, Canonne, Kamath and Steinke 2020), which avoids the
 floating-point attacks on the continuous Laplace sampler (Mironov 2012). Without a seed it is
-drawn by OpenDP's vetted sampler from OS entropy. With a seed it is drawn, reproducibly, as
+drawn by OpenDP's vetted sampler from OS entropy (`opendp_noise`; OpenDP is the ``laplace``
+extra). With a seed it is drawn, reproducibly, as
 the difference of two geometric variables from keyed draws (`ppdp.plan.keyed`): that is for
 experiments only.
 
@@ -24,6 +25,7 @@ from ppdp.data.schema import Schema
 from ppdp.errors import ReleaseError
 from ppdp.estimate import Estimate
 from ppdp.mechanisms.parameters import require_positive
+from ppdp.mechanisms.laplace.opendp_noise import discrete_laplace
 from ppdp.plan.keyed import KeyedStream
 from ppdp.query.binding import BoundQuery
 from ppdp.query.cube import MAX_CUBE_CELLS, Cube, count_histogram
@@ -157,6 +159,11 @@ class LaplaceSession(Release):
         self._noise = None if key is None else KeyedStream(key, "noise")
         self._drawn = 0
         self.scale = float(parameters["sensitivity"]) / float(parameters["epsilon"])
+        self._opendp: Callable[[int], np.ndarray] | None = None
+        if key is None:
+            # Without OpenDP (the ``laplace`` extra) this is the one-line error naming the
+            # extra, raised before any count is answered.
+            self._opendp = discrete_laplace(self.scale)
         self.spent_epsilon = 0.0
         alpha = math.exp(-1.0 / self.scale)
         # 1 - alpha by expm1: for a large scale, 1 - alpha would keep few correct digits.
@@ -175,14 +182,8 @@ class LaplaceSession(Release):
             # a = exp(-1/scale); 1 - u lies in (0, 1], so its log is finite.
             geometric = np.floor(np.log1p(-uniforms) * -self.scale)
             return (geometric[:, 0] - geometric[:, 1]).astype(np.int64)
-        import opendp.prelude as dp
-
-        dp.enable_features("contrib")
-        # 64-bit integers: OpenDP's default (T=int) is 32-bit and saturates at 2^31, which a
-        # scale above about 10^7 reaches.
-        sampler = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T="i64")),
-                                    dp.l1_distance(T="i64"), scale=self.scale)
-        return np.asarray(sampler([0] * size), dtype=np.int64)
+        assert self._opendp is not None
+        return self._opendp(size)
 
     def _prefetch(self, queries: Sequence[BoundQuery]) -> None:
         if isinstance(self._cube, SourceCube):
