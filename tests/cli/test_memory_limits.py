@@ -18,8 +18,8 @@ import typer
 from typer.testing import CliRunner
 
 import ppdp.cli._app as cli_app
-from ppdp.cli._app import EXIT_INPUT
 from ppdp.cli import _memory
+from ppdp.cli._app import EXIT_INPUT
 
 DATASETS = Path(_memory.__file__).resolve().parents[1] / "datasets"
 ADULT = DATASETS / "adult.parquet"

@@ -24,8 +24,8 @@ import pyarrow as pa
 from ppdp.data.schema import Schema
 from ppdp.errors import ReleaseError
 from ppdp.estimate import Estimate
-from ppdp.mechanisms.parameters import require_positive
 from ppdp.mechanisms.laplace.opendp_noise import discrete_laplace
+from ppdp.mechanisms.parameters import require_positive
 from ppdp.plan.keyed import KeyedStream
 from ppdp.query.binding import BoundQuery
 from ppdp.query.cube import MAX_CUBE_CELLS, Cube, count_histogram
