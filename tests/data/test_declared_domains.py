@@ -141,7 +141,7 @@ def test_mondrian_cli_refuses_or_warns_for_undeclared_quasi_identifiers(
     args = ["publish", str(path), "-m", "mondrian", "-s", "disease", "-p", "k=3",
             "--domain", "disease=" + ",".join(DISEASES)]
     result = runner.invoke(app, [*args, "-o", str(tmp_path / "refused")])
-    assert result.exit_code == 2 and "'age', 'sex'" in result.stderr
+    assert result.exit_code == 3 and "'age', 'sex'" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "refused").exists()
     with caplog.at_level("WARNING"):

@@ -58,7 +58,7 @@ def test_bad_parquet_is_one_line_before_spark_starts(fixture, message, request, 
 
     monkeypatch.setattr(ppdp.engines.spark.engine, "spark_session", no_spark)
     result = publish_on_spark(request.getfixturevalue(fixture), tmp_path / "out")
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 3, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(message), result.stderr
     assert not (tmp_path / "out").exists()
@@ -139,7 +139,7 @@ def test_a_java_failure_in_a_command_is_one_error_line(spark, tmp_path, monkeypa
     parquet = tmp_path / "t.parquet"
     pq.write_table(pa.table({"a": [1, 2], "b": [3, 4]}), parquet)
     result = publish_on_spark(parquet, tmp_path / "out")
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 3, result.output
     assert "Traceback" not in result.output and "Py4J" not in result.output
     # After the line that says where the publish runs:
     assert result.stderr.strip().splitlines()[1:] == [

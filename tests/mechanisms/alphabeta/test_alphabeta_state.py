@@ -120,11 +120,11 @@ def test_other_domains_do_not_start_a_fresh_count(tmp_path: Path, rows_csv: Path
         assert result.exit_code == 0, result.output
         assert view_number(tmp_path / f"view{view}") == view
     result = run("publish", rows_csv, *SMALL, *DOMAINS, "-o", tmp_path / "view4", "--seed", 4)
-    assert result.exit_code == 2 and "3 views of this table were published" in result.stderr
+    assert result.exit_code == 3 and "3 views of this table were published" in result.stderr
     # The same rows with a wider declared age domain: still the same rows, refused.
     wider = ["--domain", "age=17..91", "--domain", "sex=M,F", "--domain", "edu=a,b,c"]
     result = run("publish", rows_csv, *SMALL, *wider, "-o", tmp_path / "wider", "--seed", 5)
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 3, result.output
     assert "3 alpha-beta view(s) of these rows were published with other columns or " \
            "domains" in result.stderr
     assert not (tmp_path / "wider").exists()
@@ -139,7 +139,7 @@ def test_a_column_dropped_does_not_start_a_fresh_count(tmp_path: Path, rows_csv:
     assert result.exit_code == 0, result.output
     result = run("publish", rows_csv, *SMALL, *DOMAINS, *roles, "-o", tmp_path / "fewer",
                  "--seed", 2)
-    assert result.exit_code == 2 and "other columns or domains" in result.stderr
+    assert result.exit_code == 3 and "other columns or domains" in result.stderr
     assert not (tmp_path / "fewer").exists()
 
 
@@ -148,7 +148,7 @@ def test_a_column_added_does_not_start_a_fresh_count(tmp_path: Path, rows_csv: P
                  "-o", tmp_path / "view1", "--seed", 1)
     assert result.exit_code == 0, result.output
     result = run("publish", rows_csv, *SMALL, *DOMAINS, "-o", tmp_path / "more", "--seed", 2)
-    assert result.exit_code == 2 and "other columns or domains" in result.stderr
+    assert result.exit_code == 3 and "other columns or domains" in result.stderr
     assert not (tmp_path / "more").exists()
 
 
@@ -167,5 +167,5 @@ def test_a_view_refused_by_max_rows_leaves_no_state(tmp_path: Path, rows_csv: Pa
     root = tmp_path / "state" / "ppdp"
     result = run("publish", rows_csv, *SMALL, *DOMAINS, "-p", "max_rows=10",
                  "--state-dir", root, "-o", tmp_path / "view1", "--seed", 1)
-    assert result.exit_code == 2 and "more than max_rows = 10" in result.stderr
+    assert result.exit_code == 3 and "more than max_rows = 10" in result.stderr
     assert not (tmp_path / "state").exists() and not (tmp_path / "view1").exists()
