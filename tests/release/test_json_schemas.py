@@ -5,7 +5,6 @@ bundled domains file validate, and files that ppdp refuses do not."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,21 +16,11 @@ import ppdp
 from ppdp.data.domains import read_domains_file
 from ppdp.errors import SchemaError
 from ppdp.plan import order
+from tests.engines.test_conformance import MECHANISMS
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "reference" / "schemas"
 DOMAINS_FILE = Path(ppdp.datasets.__file__).parent / "adult.domains.json"
 COLUMNS = ["age", "sex", "race", "salary-class", "workclass", "education", "occupation"]
-MECHANISMS: dict[str, Callable[[], Any]] = {
-    "splu": lambda: ppdp.SPLUGen(gamma=5),
-    "anatomy": lambda: ppdp.Anatomy(l=5),
-    "ambiguity": lambda: ppdp.Ambiguity(alpha=0.3, beta=0.2),
-    "dbr": lambda: ppdp.DBR(),
-    "uniform": lambda: ppdp.UniformPerturbation(rho1=0.1, rho2=0.5),
-    "sdr": lambda: ppdp.PerturbationPartitioning(rho1=0.077, rho2=0.2),
-    "frapp": lambda: ppdp.FRAPP(k=0.01, gamma=0.2),
-    "alphabeta": lambda: ppdp.AlphaBeta(alpha=0.3, beta=0.05),
-    "mondrian": lambda: ppdp.Mondrian(k=10, l=3),
-}
 
 
 def validator(name: str) -> Draft202012Validator:

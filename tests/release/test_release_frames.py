@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,18 +20,8 @@ from ppdp.estimate import FRAME_COLUMNS, Estimate
 from ppdp.release.base import Release
 from ppdp.release.load import load_release
 from ppdp.table.table import Table
+from tests.engines.test_conformance import MECHANISMS
 
-MECHANISMS: dict[str, Callable[[], Any]] = {
-    "splu": lambda: ppdp.SPLUGen(gamma=5),
-    "anatomy": lambda: ppdp.Anatomy(l=3),
-    "ambiguity": lambda: ppdp.Ambiguity(alpha=0.3, beta=0.2),
-    "dbr": lambda: ppdp.DBR(),
-    "uniform": lambda: ppdp.UniformPerturbation(rho1=0.1, rho2=0.5),
-    "sdr": lambda: ppdp.PerturbationPartitioning(rho1=0.077, rho2=0.2),
-    "frapp": lambda: ppdp.FRAPP(k=0.01, gamma=0.2),
-    "alphabeta": lambda: ppdp.AlphaBeta(alpha=0.3, beta=0.05),
-    "mondrian": lambda: ppdp.Mondrian(k=10, l=3),
-}
 MAIN = {"anatomy": None, "ambiguity": None, "alphabeta": "view"}
 QUERIES = ["sex = 'Male' AND occupation = 'Sales'", "age >= 40", "race = 'White'"]
 
