@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
+    from ppdp.data.schema import Schema
     from ppdp.table.table import Table
 
 NonNumeric = Annotated[str, typer.Option(
@@ -161,3 +162,11 @@ def declared_domains(domains_file: Path | None, domain: Sequence[str] | None,
         # The text of a --domain option, not the data: a usage error (exit code 2).
         raise ValueError(str(exc)) from None
     return declared
+
+
+def release_domains(schema: Schema) -> dict[str, Any]:
+    """The domains of a release's columns, declared as --domains declares them: the source of
+    an attack or a risk measure is read with them, so each column is typed as the release
+    types it (zip codes as text where the release's are text, not numbers)."""
+    return {column.name: {"ordered": list(column.domain)} if column.ordered
+            else list(column.domain) for column in schema.columns}

@@ -22,6 +22,7 @@ from ppdp.cli._options import (
     Separator,
     read_source,
     reading,
+    release_domains,
 )
 from ppdp.cli._output import echo_json, number, out, parameters_text, printable
 
@@ -87,7 +88,8 @@ def attack(
     release = load_release(release_dir)
     table = read_source(source, **reading(sensitive=sensitive, drop_missing=drop_missing,
                                           sep=sep, non_numeric=non_numeric, source=source,
-                                          names=names, no_header=no_header))
+                                          names=names, no_header=no_header,
+                                          domains=release_domains(release.schema)))
     report = run_attacks(release, table, attacks=attacks, sensitive=sensitive,
                          random_state=seed)
     files = report.write(output, top=top or None) if output is not None else []

@@ -20,6 +20,7 @@ from ppdp.cli._options import (
     Separator,
     read_source,
     reading,
+    release_domains,
 )
 from ppdp.cli._output import echo_json, out, print_guarantee
 
@@ -73,7 +74,8 @@ def risk(
                                  "--per-tuple needs SOURCE")
             table = read_source(source, **reading(
                 drop_missing=drop_missing, sep=sep, non_numeric=non_numeric, encoding=encoding,
-                source=source, names=names, no_header=no_header))
+                source=source, names=names, no_header=no_header,
+                domains=release_domains(release.schema)))
             rows = tuple_risk(release, table)  # type: ignore[arg-type]
             presence = rows.column("presence").to_numpy()
             presence_any = rows.column("presence_any").to_numpy()
