@@ -65,7 +65,10 @@ def test_the_recommended_command_runs_on_a_csv_without_declared_domains(here: Pa
     assert words[words.index("--qi") + 1] == "age,sex,zip" and "--observed-domains" in words
     # Run as printed (no --seed: a release for the public).
     ok(*words[1:])
-    chosen = json.loads((here / "cmp" / "results.json").read_text())["recommendation"]
+    results = json.loads((here / "cmp" / "results.json").read_text())
+    # The report gives the same command, naming the file.
+    assert shlex.split(results["publish_command"]) == words
+    chosen = results["recommendation"]
     release = json.loads((here / f"{chosen['mechanism']}-release" / "release.json").read_text())
     assert release["mechanism"] == chosen["mechanism"]
     assert {k: release["parameters"][k] for k in chosen["parameters"]} == chosen["parameters"]

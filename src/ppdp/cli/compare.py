@@ -152,9 +152,10 @@ def compare(
                              progress=lambda what, done, total: bar.update(
                                  task, description=what, completed=done, total=total))
     result.publish_options = tuple(options)
+    result.source = source
     files = result.write(report)
     if json_output:
-        echo_json({**result.to_dict(), "publish_command": publish_command(result, source),
+        echo_json({**result.to_dict(),
                    "observed_domains": undeclared, "files": [str(path) for path in files]})
         return
     summary = RichTable(title=f"{table.n_rows:,} rows, {target.text()}: error on "
@@ -186,7 +187,7 @@ def compare(
                                     (result.recommendation.mechanism, "bold"),
                                     f" ({result.recommendation.reason})"))
         # Unwrapped, whatever the terminal's width: a copied command must run as it is.
-        console.print(Text(printable(f"  {publish_command(result, source)}")), soft_wrap=True)
+        console.print(Text(printable(f"  {publish_command(result)}")), soft_wrap=True)
         if undeclared and not observed_domains:
             console.print(Text(f"--observed-domains: the values present in "
                                f"{', '.join(undeclared)} become public domains, which the "

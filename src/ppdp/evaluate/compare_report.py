@@ -106,6 +106,9 @@ class Comparison:
     publish_options: tuple[str, ...] = ()
     """The options of ``ppdp publish`` that read the table as it was read here (``--qi``,
     ``--sep``, the domains ...), for the recommended command."""
+    source: str = "SOURCE"
+    """What the recommended command reads (the command line's file or dataset name; from
+    Python, a placeholder)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"table": self.table, "n_rows": self.n_rows, "sensitive": self.sensitive,
@@ -129,14 +132,15 @@ class Comparison:
                 write_atomic(root / "report.html", comparison_html(self).encode())]
 
 
-def publish_command(comparison: Comparison, source: str = "SOURCE") -> str | None:
+def publish_command(comparison: Comparison, source: str | None = None) -> str | None:
     """The ``ppdp publish`` line that makes the recommended release, as a shell reads it: the
     parameters as they read back exactly (`number_text`: 1/13, not 0.07692307692307693) and
     the options that read the table as the comparison did (``publish_options``)."""
     chosen = comparison.recommendation
     if chosen is None:
         return None
-    words = ["ppdp", "publish", source, "-m", chosen.mechanism, "-s", comparison.sensitive]
+    words = ["ppdp", "publish", comparison.source if source is None else source, "-m",
+             chosen.mechanism, "-s", comparison.sensitive]
     for key, value in chosen.parameters.items():
         words += ["-p", f"{key}={number_text(value)}"]
     words += [*comparison.publish_options, "-o", f"{chosen.mechanism}-release"]
