@@ -77,11 +77,7 @@ class SnapshotFile(os.PathLike[str]):
 
     def replaced(self) -> bool:
         """Whether its path no longer names this file (replaced, removed)."""
-        try:
-            status = os.stat(self.path)
-        except OSError:
-            return True
-        return (status.st_dev, status.st_ino) != self.identity
+        return not _names(self.path, self.identity)
 
     def close(self) -> None:
         """Close the descriptor now (else when the object is collected)."""
@@ -150,11 +146,16 @@ class Snapshot:
 
     def replaced(self) -> bool:
         """Whether the path no longer names the directory opened (replaced, removed)."""
-        try:
-            status = os.stat(self.root)
-        except OSError:
-            return True
-        return (status.st_dev, status.st_ino) != self.identity
+        return not _names(self.root, self.identity)
+
+
+def _names(path: Path, identity: tuple[int, int]) -> bool:
+    """Whether ``path`` still names the file or directory of this (device, inode)."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return False
+    return (status.st_dev, status.st_ino) == identity
 
 
 def _read_at(descriptor: int, size: int, offset: int) -> bytes:
