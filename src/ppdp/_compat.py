@@ -45,8 +45,8 @@ MOVED_MODULES: dict[str, str] = {
 
 SPLIT_MODULES: dict[str, dict[str, Sequence[str]]] = {
     "ppdp.plans": {
-        "ppdp.plan.rows": ("Kernel", "Pass", "PublishedRows", "RowPlan", "Taken", "in_halves",
-                           "run_passes", "PARALLEL_ROWS"),
+        "ppdp.plan.rows": ("Kernel", "Pass", "PublishedRows", "RowPlan", "Taken",
+                           "run_passes"),
         "ppdp.plan.order": ("ROWS_PER_PART", "POLARS_ROWS", "in_release_order", "part_count",
                             "part_of", "rank_order", "row_ranks", "split_parts"),
         "ppdp.plan.quotas": ("QuotaAssignment",),

@@ -21,6 +21,10 @@ class QueryError(PpdpError, ValueError):
     """A query cannot be parsed, or does not fit the table it is asked of."""
 
 
+class SettingError(PpdpError, ValueError):
+    """An option or environment variable holds a value it cannot take."""
+
+
 class ReleaseError(PpdpError):
     """A release directory is missing, corrupt, or of a newer format."""
 

@@ -9,7 +9,10 @@ same key on every engine of `ENGINES`, and
 
 The table, 3,000 rows of the bundled Adult over declared domains, is opened by each engine from
 the same Parquet file (`Engine.open`), so the row ids are the same; releases are cut into parts
-of 1,000 rows (`ppdp.plan.order.ROWS_PER_PART` lowered) and fit one block.
+of 1,000 rows (`ppdp.plan.order.ROWS_PER_PART` lowered) and group mechanisms publish blocks of
+1,200 rows (`ppdp.plan.blocks.BLOCK_ROWS` lowered: three blocks). The memory and streaming
+engines publish on one worker and on two (`ppdp.workers`, batches cut into chunks of 500 rows
+or more): the same files.
 """
 
 from __future__ import annotations
@@ -25,17 +28,21 @@ import pyarrow.parquet as pq
 import pytest
 
 import ppdp
+import ppdp.workers
 from ppdp.errors import ReleaseError
-from ppdp.plan import order
+from ppdp.plan import blocks, order
 from ppdp.plan.engine import get_engine, publish
 from ppdp.release.base import Release
 from ppdp.release.format import METADATA_FILE
 from ppdp.release.load import load_release
+from ppdp.workers import using_workers
 from tests.engines.conftest import ENGINES
 
 SEED = 20261127
 ROWS = 3_000
 ROWS_PER_PART = 1_000
+BLOCK_ROWS = 1_200
+CHUNK_ROWS = 500
 COLUMNS = ["age", "sex", "race", "salary-class", "workclass", "education", "occupation"]
 QUERIES = [
     "sex = 'Male' AND occupation = 'Adm-clerical'",
@@ -84,22 +91,25 @@ class Published:
 
     def __init__(self, root: Path, source_file: Path, domains: dict[str, Any]) -> None:
         self.root, self.source_file, self.domains = root, source_file, domains
-        self.saved: dict[tuple[str, str], Path] = {}
+        self.saved: dict[tuple[str, str, int | None], Path] = {}
         self.in_memory: dict[str, Release] = {}
 
-    def path(self, mechanism: str, engine: str) -> Path:
-        """The saved release of ``mechanism`` published on ``engine``."""
-        if (mechanism, engine) not in self.saved:
-            with pytest.MonkeyPatch.context() as patch:
+    def path(self, mechanism: str, engine: str, workers: int | None = None) -> Path:
+        """The saved release of ``mechanism`` published on ``engine`` (on ``workers``
+        workers; None: the default)."""
+        if (mechanism, engine, workers) not in self.saved:
+            with pytest.MonkeyPatch.context() as patch, using_workers(workers):
                 patch.setattr(order, "ROWS_PER_PART", ROWS_PER_PART)
+                patch.setattr(blocks, "BLOCK_ROWS", BLOCK_ROWS)
+                patch.setattr(ppdp.workers, "CHUNK_ROWS", CHUNK_ROWS)
                 data = opened(engine, self.source_file, self.domains)
                 released = publish(MECHANISMS[mechanism](), data, engine=engine,
                                    random_state=SEED)
-                if engine == "memory":
+                if engine == "memory" and workers is None:
                     self.in_memory[mechanism] = released
-                self.saved[mechanism, engine] = released.save(
-                    self.root / f"{mechanism}-{engine}")
-        return self.saved[mechanism, engine]
+                self.saved[mechanism, engine, workers] = released.save(
+                    self.root / f"{mechanism}-{engine}-{workers}")
+        return self.saved[mechanism, engine, workers]
 
     def reference(self, mechanism: str) -> Release:
         """The release the memory engine holds in memory."""
@@ -145,6 +155,14 @@ def test_the_same_key_gives_the_same_files(mechanism: str, engine: str, engine_s
     reference = digests(published.path(mechanism, "memory"))
     assert len([name for name in reference if name != METADATA_FILE]) >= 2
     assert digests(published.path(mechanism, engine)) == reference
+
+
+@pytest.mark.parametrize("engine", ["memory", "streaming"])
+@pytest.mark.parametrize("mechanism", sorted(MECHANISMS))
+def test_one_worker_and_two_write_the_same_files(mechanism: str, engine: str,
+                                                 published: Published) -> None:
+    assert digests(published.path(mechanism, engine, 1)) == \
+        digests(published.path(mechanism, engine, 2))
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -49,7 +49,9 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> int:
 
 @pytest.fixture
 def recorded(monkeypatch: pytest.MonkeyPatch) -> list[Table]:
-    """The block tables handed to every mechanism's ``publish_block``, in order."""
+    """The block tables handed to every mechanism's ``publish_block``, in order (one worker:
+    several would publish blocks in any order)."""
+    monkeypatch.setenv("PPDP_WORKERS", "1")
     tables: list[Table] = []
     for name in MECHANISMS:
         cls = type(MECHANISMS[name]())

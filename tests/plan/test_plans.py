@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import ppdp
 import ppdp.engines.memory.rows
 import ppdp.plan.rows
+import ppdp.workers
 from ppdp import DBR, FRAPP, PerturbationPartitioning, UniformPerturbation
 from ppdp.plan.keyed import KeyedStream
 from ppdp.plan.order import in_release_order, part_of, rank_order, row_ranks
@@ -217,20 +218,21 @@ def test_rank_order_is_the_order_of_rank_then_row_id(bits):
 
 
 @pytest.mark.parametrize("name", ["dbr", "uniform", "sdr", "frapp"])
-def test_halves_on_two_threads_publish_what_one_batch_does(name, monkeypatch):
-    """The in-memory executor takes large batches in two halves (passes and kernel)."""
+def test_chunks_on_several_workers_publish_what_one_batch_does(name, monkeypatch):
+    """The in-memory executor cuts a batch into a chunk a worker (passes and kernel): 1, 2 and
+    7 workers publish the same rows."""
     make = {"dbr": DBR, "uniform": lambda: UniformPerturbation(rho1=0.077, rho2=0.2),
             "sdr": lambda: PerturbationPartitioning(rho1=0.077, rho2=0.2),
             "frapp": lambda: FRAPP(k=10, gamma=0.2)}[name]
     table = ppdp.datasets.adult(sensitive="occupation")
-    whole = make().publish(table, random_state=11)
-    split = []
-    work = ppdp.plan.rows.in_halves
-    monkeypatch.setattr(ppdp.plan.rows, "PARALLEL_ROWS", 1000)
-    monkeypatch.setattr(ppdp.engines.memory.rows, "in_halves",
-                        lambda *args: split.append(1) or work(*args))
-    halves = make().publish(table, random_state=11)
-    assert split and all(len(work(lambda s, c: s, 0, {"v": np.zeros(n)})) == 2
-                         for n in (1000, 1001))
-    for column, codes in whole.codes.items():
-        np.testing.assert_array_equal(halves.codes[column], codes)
+    monkeypatch.setattr(ppdp.workers, "CHUNK_ROWS", 1000)
+    published = {}
+    for workers in (1, 2, 7):
+        with ppdp.workers.using_workers(workers):
+            chunks = ppdp.workers.chunk_bounds(table.n_rows,
+                                               ppdp.workers.threads_for(table.n_rows))
+            assert len(chunks) == workers
+            published[workers] = make().publish(table, random_state=11)
+    for column, codes in published[1].codes.items():
+        for workers in (2, 7):
+            np.testing.assert_array_equal(published[workers].codes[column], codes)

@@ -49,6 +49,7 @@ from ppdp.io.rules import (
 )
 from ppdp.table.source import DEFAULT_BATCH_ROWS, Batch, MarginalSource, read_ahead
 from ppdp.table.table import Table
+from ppdp.workers import map_ordered
 
 __all__ = ["ScanSource", "scan_table"]
 
@@ -139,6 +140,12 @@ class _ParquetReader(_Reader):
                 table = file.read_row_groups(run, columns=list(columns), use_threads=False)
                 if table.num_rows:
                     yield from table.unify_dictionaries().combine_chunks().to_batches()
+
+
+def _read_batches(reader: _Reader, batch_rows: int, columns: Sequence[str]
+                  ) -> Iterator[pa.RecordBatch]:
+    """A reader's batches, read on a thread of their own one ahead of the caller."""
+    return read_ahead(reader.batches(batch_rows, columns))
 
 
 def _file_identity(path: Path) -> tuple[int, int, int, int]:
@@ -363,70 +370,87 @@ class ScanSource(MarginalSource):
     # -- the domain pass -------------------------------------------------------------------
 
     def _count_values(self, batch_rows: int) -> dict[str, tuple[pa.Array, pa.Array]]:
-        """Every column's distinct cleaned values and their cell counts (of kept rows)."""
+        """Every column's distinct cleaned values and their cell counts (of kept rows), the
+        batches counted on the workers."""
         names = self._reader.names
         parts: dict[str, list[pa.Table]] = {name: [] for name in names}
         self._dropped = 0
         self._missing_cells = dict.fromkeys(names, 0)
-        for batch in read_ahead(self._reader.batches(batch_rows, names)):
-            counted = {name: _small_integer_counts(batch.column(name)) for name in names}
-            arrays = {name: _as_dictionary(batch.column(name)) for name in names
-                      if counted[name] is None}
-            cleaned = {name: self._cleaned(name, array.dictionary)
-                       for name, array in arrays.items()}
-            if not any(array.indices.null_count or cleaned[name].null_count
-                       for name, array in arrays.items()):
-                # No value of the batch is missing: count the dictionary indices as they are.
-                for name in names:
-                    if name in arrays:
-                        counts = np.bincount(arrays[name].indices.to_numpy(zero_copy_only=False),
-                                             minlength=len(cleaned[name]))
-                        values = cleaned[name]
-                    else:
-                        small = counted[name]
-                        assert small is not None  # the names without small counts are in arrays
-                        values, counts = small
-                        values = self._cleaned(name, values)
-                    parts[name].append(pa.table({"value": values, "cells": counts}))
-                continue
-            arrays = {name: _as_dictionary(batch.column(name)) for name in names}
-            cleaned = {name: self._cleaned(name, array.dictionary)
-                       for name, array in arrays.items()}
-            indices = {name: _valid_indices(cleaned[name], array.indices)
-                       for name, array in arrays.items()}
-            keep = self._kept_rows(indices)
-            for name, rows in indices.items():
-                if keep is not None:
-                    rows = rows[keep]
-                counts = np.bincount(rows[rows >= 0], minlength=len(cleaned[name]))
-                parts[name].append(pa.table({"value": cleaned[name], "cells": counts}))
+        # Batches are read in order on this thread (a Parquet reader is one stream) and
+        # counted on the workers; what each batch counted is added up here, in order.
+        for counted, missing, dropped in map_ordered(self._count_batch, _read_batches(
+                self._reader, batch_rows, names)):
+            for name, table in counted.items():
+                parts[name].append(table)
+            for name, cells in missing.items():
+                self._missing_cells[name] += cells
+            self._dropped += dropped
             if len(parts[names[0]]) >= _MERGE_EVERY:
                 parts = {name: [_summed(tables)] for name, tables in parts.items()}
         result = {}
         for name in names:
             grouped = _summed(parts[name])
             grouped = grouped.filter(pc.greater(grouped.column("cells"), 0))
-            missing = self._missing_cells[name]
+            missing_cells = self._missing_cells[name]
             values = grouped.column("value").combine_chunks()
             cells = grouped.column("cells").combine_chunks()
-            if missing:
+            if missing_cells:
                 values = pa.concat_arrays([values, pa.nulls(1, values.type)])
-                cells = pa.concat_arrays([cells, pa.array([missing], pa.int64())])
+                cells = pa.concat_arrays([cells, pa.array([missing_cells], pa.int64())])
             result[name] = (values, cells)
         return result
 
-    def _kept_rows(self, indices: Mapping[str, np.ndarray]) -> np.ndarray | None:
-        """Rows with no missing value (None: all), counting the missing cells of each column."""
+    def _count_batch(self, batch: pa.RecordBatch
+                     ) -> tuple[dict[str, pa.Table], dict[str, int], int]:
+        """One batch's distinct cleaned values and cell counts by column, its missing cells
+        by column and the rows it drops."""
+        names = self._reader.names
+        counted = {name: _small_integer_counts(batch.column(name)) for name in names}
+        arrays = {name: _as_dictionary(batch.column(name)) for name in names
+                  if counted[name] is None}
+        cleaned = {name: self._cleaned(name, array.dictionary)
+                   for name, array in arrays.items()}
+        tables = {}
+        if not any(array.indices.null_count or cleaned[name].null_count
+                   for name, array in arrays.items()):
+            # No value of the batch is missing: count the dictionary indices as they are.
+            for name in names:
+                if name in arrays:
+                    counts = np.bincount(arrays[name].indices.to_numpy(zero_copy_only=False),
+                                         minlength=len(cleaned[name]))
+                    values = cleaned[name]
+                else:
+                    small = counted[name]
+                    assert small is not None  # the names without small counts are in arrays
+                    values, counts = small
+                    values = self._cleaned(name, values)
+                tables[name] = pa.table({"value": values, "cells": counts})
+            return tables, {}, 0
+        arrays = {name: _as_dictionary(batch.column(name)) for name in names}
+        cleaned = {name: self._cleaned(name, array.dictionary)
+                   for name, array in arrays.items()}
+        indices = {name: _valid_indices(cleaned[name], array.indices)
+                   for name, array in arrays.items()}
+        keep, missing, dropped = self._kept_rows(indices)
+        for name, rows in indices.items():
+            if keep is not None:
+                rows = rows[keep]
+            counts = np.bincount(rows[rows >= 0], minlength=len(cleaned[name]))
+            tables[name] = pa.table({"value": cleaned[name], "cells": counts})
+        return tables, missing, dropped
+
+    def _kept_rows(self, indices: Mapping[str, np.ndarray]
+                   ) -> tuple[np.ndarray | None, dict[str, int], int]:
+        """Rows with no missing value (None: all), the missing cells of each column, and the
+        rows dropped."""
         missing = {name: rows < 0 for name, rows in indices.items()}
         if not any(m.any() for m in missing.values()):
-            return None
-        for name, m in missing.items():
-            self._missing_cells[name] += int(m.sum())
+            return None, {}, 0
+        cells = {name: int(m.sum()) for name, m in missing.items()}
         if self._missing == "error":
-            return None
+            return None, cells, 0
         keep = ~np.logical_or.reduce(list(missing.values()))
-        self._dropped += int((~keep).sum())
-        return keep
+        return keep, cells, int((~keep).sum())
 
     def _check_missing(self, name: str, cells: int) -> None:
         if self._missing == "error" and any(self._missing_cells.values()):
@@ -492,7 +516,7 @@ class ScanSource(MarginalSource):
     def batches(self, batch_rows: int = DEFAULT_BATCH_ROWS,
                 columns: Sequence[str] | None = None) -> Iterator[Batch]:
         """Encoded batches in order; rows with a missing value (in any column) dropped."""
-        # Read and encoded a batch ahead, on the other core, while the caller uses this one.
+        # Read on one thread, encoded on the workers, handed out a batch ahead.
         return read_ahead(self._encoded_batches(batch_rows, columns))
 
     def _encoded_batches(self, batch_rows: int, columns: Sequence[str] | None
@@ -500,12 +524,17 @@ class ScanSource(MarginalSource):
         names = self.schema.names if columns is None else tuple(columns)
         # Missing values must be looked for in every column to drop the same rows each time.
         read = self._reader.names if self._dropped else names
-        start = 0
-        for batch in self._reader.batches(batch_rows, read):
+
+        def encode(batch: pa.RecordBatch) -> tuple[dict[str, np.ndarray], int]:
             out = None if self._dropped else self._encoded_valid(names, batch)
             if out is None:
                 out = self._encoded(names, read, batch)
-            count = len(next(iter(out.values()))) if out else batch.num_rows
+            return out, batch.num_rows
+
+        start = 0
+        for out, read_rows in map_ordered(encode, _read_batches(self._reader, batch_rows,
+                                                                read)):
+            count = len(next(iter(out.values()))) if out else read_rows
             if count:
                 yield start, out
             start += count

@@ -7,10 +7,10 @@ memory by the mechanism's own code: every group of every block meets them exactl
 
 1. aggregate: the number of rows N and the histogram of the sensitive values (of their
    combinations when there are several sensitive columns);
-2. decide: ``B = ceil(N / BLOCK_ROWS)`` blocks and exact proportional quotas, block b taking
-   ``n_v // B`` rows of value v or one more (`block_quotas`); which rows go to which block is
-   keyed randomness (`ppdp.plan.quotas.QuotaAssignment` on stream ``"block"``), the same for any
-   batching;
+2. decide: ``B = ceil(N / BLOCK_ROWS)`` blocks (`block_count`) and exact proportional quotas,
+   block b taking ``n_v // B`` rows of value v or one more (`block_quotas`); which rows go to
+   which block is keyed randomness (`ppdp.plan.quotas.QuotaAssignment` on stream ``"block"``),
+   the same for any batching;
 3. exchange: each engine moves each row to its block, and publishes each block with the
    mechanism's ``publish_block`` and the generator ``KeyedStream(key, name).generator(b)``
    (`block_generator`), as part b of every published table;
@@ -29,11 +29,13 @@ Merging. Group ids of block b are offset by the groups of the blocks before it (
 estimators (Anatomy's and ambiguity's sums over groups, SPLU-Gen's per-row transition) answer
 from the concatenated parts as from one release.
 
-One block (N <= BLOCK_ROWS) is the in-memory publish: the same rows in the same order, the same
-files as ``publish(table, random_state=...).save(directory)``."""
+Every engine cuts the same blocks and publishes them on its workers (the memory engine too,
+`ppdp.engines.memory.blocks`): the same key gives the same files on every engine and for every
+worker count. One block (N <= BLOCK_ROWS) is the whole table published by ``publish_block``."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -50,8 +52,17 @@ if TYPE_CHECKING:
     pass
 
 
-BLOCK_ROWS = 10**7
-"""Rows per block (at most): each block is published in memory on its own."""
+BLOCK_ROWS = 1 << 20
+"""Rows per block (at most): each block is published in memory on its own, a block a worker
+(`ppdp.workers`). About 10^6 rows: 10^8 rows make 96 blocks, enough for every core of a large
+server, and a block is still large enough that proportional quotas keep every value's share
+to within a row. The count of blocks depends on the rows alone, never on the workers, so that
+every worker count publishes the same release."""
+
+
+def block_count(n_rows: int) -> int:
+    """How many blocks ``n_rows`` rows are published in: ``ceil(N / BLOCK_ROWS)``."""
+    return max(1, math.ceil(n_rows / BLOCK_ROWS))
 
 
 GROUP_COLUMN = "GroupID"

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from scipy.special import betaincinv
 
 from ppdp.plan.keyed import KeyedStream
 from ppdp.plan.rows import Pass, Taken
@@ -139,8 +140,6 @@ class QuotaAssignment:
         """Whether each bin is to be collected in the first pass: it holds the central
         1 - 2 * `_MISSED` of some threshold's distribution (see the class); none when those
         bins hold more than `_PREDICTED_ROWS` rows in all."""
-        from scipy.stats import beta
-
         labels, m = self.counts.shape
         totals = self.counts.sum(axis=0)
         starts = np.cumsum(self.counts, axis=0)[:-1].T  # (m, labels - 1)
@@ -149,7 +148,9 @@ class QuotaAssignment:
         inside = (flat > 0) & (flat < totals[value])
         value, flat = value[inside], flat[inside]
         bins = 1 << self._bin_bits
-        first, last = (np.floor(beta.ppf(q, flat + 1, totals[value] - flat) * bins)
+        # The Beta quantile from scipy.special: scipy.stats, which gives the same, takes
+        # 0.6 s to import, a tenth of publishing 10^7 rows.
+        first, last = (np.floor(betaincinv(flat + 1, totals[value] - flat, q) * bins)
                        .astype(np.int64).clip(0, bins - 1)
                        for q in (self._MISSED, 1 - self._MISSED))
         if np.sum((last - first + 1) * totals[value] / bins) > self._PREDICTED_ROWS:

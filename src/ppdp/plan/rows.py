@@ -10,14 +10,14 @@ batch, the reference) and the streaming one publish identical files."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 import numpy as np
 
 from ppdp.data.schema import Schema
 from ppdp.table.source import DEFAULT_BATCH_ROWS, Source
+from ppdp.workers import in_chunks
 
 Kernel = Callable[[Mapping[str, np.ndarray], int], dict[str, np.ndarray]]
 
@@ -33,7 +33,7 @@ class Pass(Protocol):
         an earlier one already built what it would)."""
 
     def update(self, start: int, codes: Mapping[str, np.ndarray]) -> None:
-        """Take one batch into the summary (safe to call from two threads at once)."""
+        """Take one batch into the summary (safe to call from several threads at once)."""
 
     def finish(self) -> None:
         """Turn what was taken in into the summary the kernel uses."""
@@ -86,35 +86,13 @@ class RowPlan:
 def run_passes(passes: Iterable[Pass], source: Source,
                batch_rows: int = DEFAULT_BATCH_ROWS) -> None:
     """Feed every batch of the source to each pass in turn, finishing each before the next
-    (a batch of `PARALLEL_ROWS` rows or more in two halves, on two threads)."""
+    (each batch cut into chunks taken on the workers, `ppdp.workers.in_chunks`)."""
     for step in passes:
         if not step.needed:
             continue
         for start, codes in source.batches(batch_rows, step.columns):
-            in_halves(step.update, start, codes)
+            in_chunks(step.update, start, codes)
         step.finish()
-
-
-PARALLEL_ROWS = 1 << 20
-"""Rows of a batch from which passes and the in-memory kernel take it in two halves."""
-
-
-T = TypeVar("T")
-
-
-def in_halves(work: Callable[[int, Mapping[str, np.ndarray]], T], start: int,
-              codes: Mapping[str, np.ndarray]) -> list[T]:
-    """``work(start, codes)`` of a batch, or of its two halves on two threads when it holds
-    `PARALLEL_ROWS` rows or more (numpy releases the GIL; draws keyed by row id make two
-    halves draw what the whole batch would)."""
-    n_rows = len(next(iter(codes.values()))) if codes else 0
-    if n_rows < PARALLEL_ROWS:
-        return [work(start, codes)]
-    half = n_rows // 2
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ppdp-half") as pool:
-        first = pool.submit(work, start, {name: values[:half] for name, values in codes.items()})
-        second = work(start + half, {name: values[half:] for name, values in codes.items()})
-        return [first.result(), second]
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from ppdp.query.codes import _add_distinct, pack_codes, unpack_codes
+from ppdp.workers import run_all
 
 ROW_COUNTS = "row_counts"
 """The stem of the file of distinct rows and their counts."""
@@ -157,6 +158,6 @@ def _same_layout(first: tuple[Any, ...], other: tuple[Any, ...]) -> bool:
 def count_rows(parts: pa.Table | list[pa.Table]) -> pa.Table | None:
     """The distinct rows of a published table (whole or in parts) and their counts."""
     counter = RowCounter()
-    for part in parts if isinstance(parts, list) else [parts]:
-        counter.add(counter.count_part(part))
+    for counted in run_all(counter.count_part, parts if isinstance(parts, list) else [parts]):
+        counter.add(counted)
     return counter.table()

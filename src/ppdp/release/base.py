@@ -65,6 +65,9 @@ class Release(ABC):
         (recording it would change every release's bytes)."""
         self.part_rows: tuple[int, ...] | None = None
         """Rows of each Parquet part of the published rows, in order (None: one part)."""
+        self.block_rows: dict[str, tuple[int, ...]] | None = None
+        """Rows of each block's part of each published table, by stem, for a release
+        published in blocks (`ppdp.plan.blocks`; None: one part)."""
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.parameters.items())
@@ -210,6 +213,8 @@ class Release(ABC):
             files: dict[str, str | list[str]] = {}
             digests: dict[str, str] = {}
             for stem, tables in self._tables().items():
+                if self.block_rows and isinstance(tables, pa.Table):
+                    tables = split_parts(tables, self.block_rows[stem])
                 files[stem] = write_parts(staging, stem, tables, digests)
                 if stem == "rows" and stem in self.scanned:
                     write_row_counts(staging, count_rows(tables), files, digests)

@@ -25,6 +25,7 @@ from ppdp.release.format import (
     part_names,
 )
 from ppdp.release.target import require_replaceable_release
+from ppdp.workers import run_all
 
 
 def write_parts(staging: Path, stem: str, tables: pa.Table | list[pa.Table],
@@ -34,8 +35,11 @@ def write_parts(staging: Path, stem: str, tables: pa.Table | list[pa.Table],
     ``digests``."""
     parts = tables if isinstance(tables, list) else [tables]
     names = part_names(stem, len(parts))
-    for name, table in zip(names, parts, strict=True):
-        digests[name] = write_parquet(staging / name, table)
+    # A part a worker (Parquet encodes and compresses without the GIL); the digests are
+    # listed in the parts' order, as release.json records them.
+    written = run_all(lambda named: write_parquet(staging / named[0], named[1]),
+                      list(zip(names, parts, strict=True)))
+    digests.update(zip(names, written, strict=True))
     return names[0] if len(names) == 1 else names
 
 

@@ -12,11 +12,12 @@ from typing import Any
 
 from ppdp.datasets import NAMES as DATASETS
 from ppdp.datasets import load as load_dataset
+from ppdp.engines.memory.blocks import publish_in_blocks
 from ppdp.engines.memory.rows import execute_in_memory
 from ppdp.io.read import is_data_frame, read_table
 from ppdp.mechanisms.alphabeta.views import ViewSequence
 from ppdp.mechanisms.base import GroupMechanism, RowMechanism, StepsMechanism
-from ppdp.plan.blocks import block_generator
+from ppdp.plan.blocks import block_count, block_generator
 from ppdp.plan.engine import ScannedFiles
 from ppdp.plan.keyed import make_key
 from ppdp.randomness import RandomState
@@ -88,11 +89,15 @@ class MemoryEngine:
 
     def publish_blocks(self, mechanism: GroupMechanism, data: Any, *,
                        random_state: RandomState = None, **options: Any) -> Release:
-        """Publish the whole table as block 0 of the key (`ppdp.plan.blocks`)."""
+        """Publish the table in blocks (`ppdp.plan.blocks`): as block 0 of the key when it
+        has one, else block by block on the workers (`publish_in_blocks`)."""
         table = self.open(data, **options)
         mechanism.check_memory(table)
-        return mechanism.publish_block(table,
-                                       block_generator(make_key(random_state), mechanism.name, 0))
+        key = make_key(random_state)
+        n_blocks = block_count(table.n_rows)
+        if n_blocks == 1:
+            return mechanism.publish_block(table, block_generator(key, mechanism.name, 0))
+        return publish_in_blocks(mechanism, table, key, n_blocks)
 
     def publish_steps(self, mechanism: StepsMechanism, data: Any, *,
                       random_state: RandomState = None, **options: Any) -> Release:

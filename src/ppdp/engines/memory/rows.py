@@ -8,8 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ppdp.plan.order import in_release_order, part_count, part_of, rank_order, row_ranks
-from ppdp.plan.rows import PublishedRows, RowPlan, in_halves, run_passes
+from ppdp.plan.rows import PublishedRows, RowPlan, run_passes
 from ppdp.table.source import Source
+from ppdp.workers import in_chunks
 
 
 def execute_in_memory(plan: RowPlan, source: Source, key: int) -> PublishedRows:
@@ -22,10 +23,9 @@ def execute_in_memory(plan: RowPlan, source: Source, key: int) -> PublishedRows:
     # The release order, found while the kernel runs.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ppdp-order") as pool:
         order = pool.submit(rank_order, ranks)
-        halves = in_halves(lambda start, rows: plan.kernel(rows, start), 0, codes)
-        published = halves[0] if len(halves) == 1 else {
-            name: np.concatenate([values, halves[1][name]])
-            for name, values in halves[0].items()}
+        chunks = in_chunks(lambda start, rows: plan.kernel(rows, start), 0, codes)
+        published = chunks[0] if len(chunks) == 1 else {
+            name: np.concatenate([chunk[name] for chunk in chunks]) for name in chunks[0]}
         parts = part_count(n_rows)
         part_rows = np.bincount(part_of(ranks, parts), minlength=parts)
         return PublishedRows(in_release_order(published, ranks, order=order.result()),

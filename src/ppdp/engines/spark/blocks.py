@@ -125,6 +125,9 @@ class SparkGroupRelease(SavedTables):
                         counter.add(pickle.loads(counts))
             listed: dict[str, str | list[str]] = {stem: parts[0] if len(parts) == 1 else parts
                                                   for stem, parts in files.items()}
+            # Digests listed table by table, each table's parts in block order, as every
+            # engine lists them.
+            digests = {name: digests[name] for parts in files.values() for name in parts}
             write_row_counts(staging, counter.table(), listed, digests)
             write_metadata(staging, described["mechanism"], parameters, n_rows,
                            described["schema"], listed, digests)

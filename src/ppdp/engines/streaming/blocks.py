@@ -10,9 +10,9 @@ batch of rows; the spill files hold the encoded rows once, on disk beside the re
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,10 +23,10 @@ from ppdp.data.schema import Role, Schema
 from ppdp.engines.blocks import counts_rows, publish_one_block, write_part
 from ppdp.io.storage import staged_directory
 from ppdp.mechanisms.base import GroupMechanism
-from ppdp.plan import blocks
 from ppdp.plan.blocks import (
     Labels,
     batch_length,
+    block_count,
     block_generator,
     block_labels,
     merge_parameters,
@@ -41,6 +41,7 @@ from ppdp.release.target import check_target
 from ppdp.release.write import commit_release, write_metadata, write_row_counts
 from ppdp.table.source import DEFAULT_BATCH_ROWS, Batch, Source
 from ppdp.table.table import Table
+from ppdp.workers import map_ordered, threads_for
 
 if TYPE_CHECKING:
     from ppdp.mechanisms.base import Progress
@@ -61,7 +62,7 @@ def publish_blocks(mechanism: GroupMechanism, source: Source,
     sensitive = mechanism.sensitive_columns(source)
     batch_rows = batch_rows or DEFAULT_BATCH_ROWS
     key = make_key(random_state)
-    n_blocks = max(1, math.ceil(source.n_rows / blocks.BLOCK_ROWS))
+    n_blocks = block_count(source.n_rows)
     label = block_labels(source, sensitive, key, n_blocks, lambda passes: run_passes(
         passes, _Reported(source, "assign", progress), batch_rows))
     names = [c.name for c in source.schema.columns if c.role != Role.IGNORED]
@@ -70,26 +71,52 @@ def publish_blocks(mechanism: GroupMechanism, source: Source,
         spills = [staging / f"block-{b:05d}.arrow" for b in range(n_blocks)]
         _exchange(_Reported(source, "exchange", progress), schema, label, spills, batch_rows)
         parameters: dict[str, Any] = {}
-        files: dict[str, list[str]] = {}
-        digests: dict[str, str] = {}
+        written: list[dict[str, tuple[str, str]]] = []
         n_rows = groups = 0
         counter = RowCounter()
-        for block, spill in enumerate(spills):
-            release = _publish_spill(mechanism, spill, schema, source.name, key, block,
+
+        def publish(block: int) -> Release:
+            release = _publish_spill(mechanism, spills[block], schema, source.name, key, block,
                                      n_blocks)
-            spill.unlink()
-            _write_block(staging, release, block, n_blocks, groups, files, digests, counter)
-            groups += merge_parameters(parameters, release.parameters)
-            n_rows += release.n_rows
-            described = release.mechanism, release.schema
-            # One block's release in memory at a time.
-            del release
-            if progress is not None:
-                progress("publish", n_rows, source.n_rows)
-        listed: dict[str, str | list[str]] = {stem: parts[0] if len(parts) == 1 else parts
-                                              for stem, parts in files.items()}
-        write_row_counts(staging, counter.table(), listed, digests)
-        write_metadata(staging, described[0], parameters, n_rows, described[1], listed,
+            spills[block].unlink()
+            return release
+
+        def write(release: Release, block: int, offset: int) -> Written:
+            return _write_block(staging, release, block, n_blocks, offset)
+
+        def collect(done: Written) -> None:
+            written.append(done[0])
+            for counts in done[1]:
+                counter.add(counts)
+
+        # Blocks published on the workers, in order of their ids; each written on a writer
+        # thread once the groups of the blocks before it are known. At most a block a worker
+        # is held published and one a worker is being written.
+        threads = threads_for(n_blocks)
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ppdp-block") as pool:
+            pending: list[Future[Written]] = []
+            for block, release in enumerate(map_ordered(publish, range(n_blocks))):
+                pending.append(pool.submit(write, release, block, groups))
+                groups += merge_parameters(parameters, release.parameters)
+                n_rows += release.n_rows
+                described = release.mechanism, release.schema
+                del release
+                while len(pending) > threads or (pending and pending[0].done()):
+                    collect(pending.pop(0).result())
+                if progress is not None:
+                    progress("publish", n_rows, source.n_rows)
+            for future in pending:
+                collect(future.result())
+        # Files and digests listed table by table, each table's parts in block order: as the
+        # memory engine's save lists them.
+        files: dict[str, str | list[str]] = {}
+        digests: dict[str, str] = {}
+        for stem in written[0]:
+            names_ = [block[stem][0] for block in written]
+            files[stem] = names_[0] if len(names_) == 1 else names_
+            digests.update(block[stem] for block in written)
+        write_row_counts(staging, counter.table(), files, digests)
+        write_metadata(staging, described[0], parameters, n_rows, described[1], files,
                        digests)
         commit_release(staging, target, overwrite=overwrite, before_commit=before_commit)
     return target
@@ -144,16 +171,21 @@ def _publish_spill(mechanism: GroupMechanism, spill: Path, schema: Schema, name:
                              block, n_blocks)
 
 
-def _write_block(staging: Path, release: Release, block: int, n_blocks: int, offset: int,
-                 files: dict[str, list[str]], digests: dict[str, str],
-                 counter: RowCounter) -> None:
-    """Write a block's published tables as part ``block`` of each, into ``files`` and
-    ``digests``, its group ids moved past the ``offset`` groups of the blocks before it; the
-    distinct rows of a release counted from its rows are counted into ``counter``."""
+Written = tuple[dict[str, tuple[str, str]], list[Any]]
+"""What writing a block gave: each table's file name and digest by stem, and the counts of
+the distinct rows of those counted (`RowCounter.count_part`)."""
+
+
+def _write_block(staging: Path, release: Release, block: int, n_blocks: int, offset: int
+                 ) -> Written:
+    """Write a block's published tables as part ``block`` of each, its group ids moved past
+    the ``offset`` groups of the blocks before it (`Written`)."""
+    written, counted_rows = {}, []
     for stem, published in release._tables().items():
         name = part_names(stem, n_blocks)[block]
         counted = counts_rows(release, stem)
-        digests[name], counts = write_part(staging / name, published, offset, counted)
-        files.setdefault(stem, []).append(name)
+        digest, counts = write_part(staging / name, published, offset, counted)
+        written[stem] = (name, digest)
         if counted:
-            counter.add(counts)
+            counted_rows.append(counts)
+    return written, counted_rows

@@ -4,18 +4,18 @@ The executor runs a mechanism's `ppdp.plans.RowPlan` over a `ppdp.sources.Source
 not fit in memory:
 
 1. each summary pass of the plan reads every batch;
-2. the kernel publishes each batch (two halves on two threads); its rows, with their keyed
+2. the kernel publishes each batch (cut into chunks on the workers); its rows, with their keyed
    ranks, are appended to the spill file of their part (Arrow IPC, inside the staging
    directory);
 3. each part is read back alone, put in release order (rank, then row id) and written as
-   Parquet, exactly as the in-memory executor writes the same part (two parts at a time);
+   Parquet, exactly as the in-memory executor writes the same part (a part a worker);
 4. the counts of the distinct rows, found part by part as the parts are written, are written
    as ``row_counts.parquet`` (`ppdp.row_counts`);
 5. ``release.json`` is written last and the staging directory is committed atomically
    (`ppdp.storage`): an interrupted run leaves no directory that loads.
 
-Memory is two batches (the next is read ahead), the plan's summaries (domain-sized) and two
-parts (`ROWS_PER_PART` rows on average each), whatever the number of rows.
+Memory is two batches (the next is read ahead), the plan's summaries (domain-sized) and a part
+(`ROWS_PER_PART` rows on average) per worker, whatever the number of rows.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import pyarrow as pa
 from ppdp.io.storage import staged_directory
 from ppdp.plan.keyed import make_key
 from ppdp.plan.order import in_release_order, part_count, part_of, row_ranks
-from ppdp.plan.rows import RowPlan, in_halves
+from ppdp.plan.rows import RowPlan
 from ppdp.query.row_counts import RowCounter
 from ppdp.randomness import RandomState
 from ppdp.release.arrow import rows_to_arrow
@@ -47,6 +47,7 @@ from ppdp.release.write import (
     write_row_counts,
 )
 from ppdp.table.source import DEFAULT_BATCH_ROWS, Source
+from ppdp.workers import in_chunks, map_ordered, threads_for
 
 if TYPE_CHECKING:
     from ppdp.mechanisms.base import Progress, RowMechanism
@@ -75,7 +76,7 @@ def publish_rows_streaming(mechanism: RowMechanism, source: Source,
             continue
         done = 0
         for start, codes in source.batches(batch_rows, step.columns):
-            in_halves(step.update, start, codes)
+            in_chunks(step.update, start, codes)
             done += len(next(iter(codes.values()))) if codes else 0
             report(f"summary pass {index}", done, n_rows)
         step.finish()
@@ -140,13 +141,13 @@ def _spill(plan: RowPlan, source: Source, key: int, parts: int, spill: Path,
                                                        bounds[index + 1] - bounds[index]))
 
     # A batch's slices are written (one thread, in order) while the next batch is published
-    # (two threads): the writes of a batch of 2^20 rows into 239 parts take 12 ms, which
+    # (on the workers): the writes of a batch of 2^20 rows into 239 parts take 12 ms, which
     # would otherwise leave a core idle.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ppdp-spill") as pool:
         try:
             done, writing = 0, None
             for start, codes in source.batches(batch_rows, plan.input_columns):
-                halves = in_halves(by_part, start, codes)
+                halves = in_chunks(by_part, start, codes)
                 if writing is not None:
                     writing.result()
                 writing = pool.submit(write, halves)
@@ -168,23 +169,23 @@ def _write_parts(plan: RowPlan, spill: Path, firsts: Mapping[int, array], stagin
     """Sort and write every part; the digest of each file by name, and the counts of the
     distinct rows (`ppdp.row_counts`), counted part by part.
 
-    Two parts at a time: while one is sorted (Polars) the other is encoded and compressed
-    (Parquet), each releasing the GIL, so both cores work; memory is two parts."""
+    A part a worker: while one is sorted (Polars) another is encoded and compressed
+    (Parquet), each releasing the GIL, so every core works; memory is a part a worker."""
     counter = RowCounter()
+    ahead = threads_for(len(names))
 
     def write(index: int) -> tuple[str, Any]:
-        # The part after the next one (the other thread holds the next) is asked of the disk
-        # now: at 10^9 rows the spill no longer fits the page cache.
-        _read_soon(spill / f"{index + 2}.arrow")
+        # The part after those the other workers hold is asked of the disk now: at 10^9 rows
+        # the spill no longer fits the page cache.
+        _read_soon(spill / f"{index + ahead}.arrow")
         table = _part_table(plan, spill, index, firsts.get(index))
         return write_parquet(staging / names[index], table), counter.count_part(table)
 
     digests = {}
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ppdp-part") as pool:
-        for index, (digest, counted) in enumerate(pool.map(write, range(len(names)))):
-            digests[names[index]] = digest
-            counter.add(counted)
-            report("writing parts", index + 1, len(names))
+    for index, (digest, counted) in enumerate(map_ordered(write, range(len(names)))):
+        digests[names[index]] = digest
+        counter.add(counted)
+        report("writing parts", index + 1, len(names))
     return digests, counter.table()
 
 
