@@ -23,14 +23,16 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
-from typing import TypeVar
-
-import numpy as np
+from typing import Any, TypeVar
 
 from ppdp.errors import SettingError
 
 WORKERS_VARIABLE = "PPDP_WORKERS"
 """The environment variable that sets the number of workers (a positive integer)."""
+
+POLARS_THREADS_VARIABLE = "POLARS_MAX_THREADS"
+"""Polars' own setting of its threads, read once, when Polars is imported: the command line
+sets it from the workers before it imports Polars."""
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -145,12 +147,11 @@ def chunk_bounds(n_rows: int, pieces: int) -> list[tuple[int, int]]:
     """``pieces`` (at most) consecutive ranges of ``n_rows`` rows, none under `CHUNK_ROWS`
     rows unless there is only one."""
     pieces = max(1, min(pieces, n_rows // CHUNK_ROWS))
-    edges = np.linspace(0, n_rows, pieces + 1).astype(np.int64)
-    return [(int(a), int(b)) for a, b in itertools.pairwise(edges)]
+    return list(itertools.pairwise(n_rows * piece // pieces for piece in range(pieces + 1)))
 
 
-def in_chunks(work: Callable[[int, Mapping[str, np.ndarray]], T], start: int,
-              codes: Mapping[str, np.ndarray]) -> list[T]:
+def in_chunks(work: Callable[[int, Mapping[str, Any]], T], start: int,
+              codes: Mapping[str, Any]) -> list[T]:
     """``work(first row id, codes)`` of a batch cut into one chunk per worker (none under
     `CHUNK_ROWS` rows), run on the workers; the results in row order. Keyed draws make the
     chunks draw what the whole batch would."""

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from ppdp.errors import SettingError
+from ppdp.workers import POLARS_THREADS_VARIABLE, WORKERS_VARIABLE, check_workers
 
 if TYPE_CHECKING:
     from ppdp.data.schema import Schema
@@ -28,6 +32,28 @@ Separator = Annotated[str | None, typer.Option(
     "--sep", help="CSV field separator (default: detected)")]
 
 JsonOutput = Annotated[bool, typer.Option("--json", help="print JSON")]
+
+
+def use_workers(workers: int | None) -> int | None:
+    """Work on ``workers`` threads (``PPDP_WORKERS`` for this process), and let Polars, not
+    yet imported, start as many threads as the workers (where ``POLARS_MAX_THREADS`` is
+    unset)."""
+    if workers is not None:
+        os.environ[WORKERS_VARIABLE] = str(workers)
+    chosen = os.environ.get(WORKERS_VARIABLE, "").strip()
+    if chosen:
+        try:
+            count = check_workers(chosen, WORKERS_VARIABLE)
+        except SettingError as exc:
+            raise typer.BadParameter(str(exc)) from exc
+        os.environ.setdefault(POLARS_THREADS_VARIABLE, str(count))
+    return workers
+
+
+Workers = Annotated[int | None, typer.Option(
+    "--workers", min=1, callback=use_workers,
+    help=f"threads to work on (default: {WORKERS_VARIABLE}, else every core this process may "
+         f"use); the release is the same for any number")]
 
 Names = Annotated[str | None, typer.Option(
     "--names", help="the CSV's column names in order, comma-separated: they replace its "

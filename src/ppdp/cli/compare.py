@@ -27,6 +27,7 @@ from ppdp.cli._options import (
     QuasiIdentifiers,
     QuasiIdentifiersLong,
     Separator,
+    Workers,
     declared_domains,
     quasi_identifiers,
     read_source,
@@ -76,6 +77,7 @@ def compare(
         "--overwrite", help="write into a directory that holds files (report.html and "
                             "results.json are replaced, nothing else is touched)")] = False,
     json_output: JsonOutput = False,
+    workers: Workers = None,
 ) -> None:
     """Compare every mechanism at one privacy level on your table and queries.
 

@@ -23,6 +23,7 @@ from ppdp.cli._options import (
     NoHeader,
     NonNumeric,
     Separator,
+    Workers,
     check_engine,
     parse_params,
     reading,
@@ -42,6 +43,7 @@ def count(
     query: Annotated[str, typer.Argument(
         help="condition or SELECT COUNT(*) ... [GROUP BY ...] query")],
     json_output: JsonOutput = False,
+    workers: Workers = None,
     mechanism: Annotated[str | None, typer.Option(
         "--mechanism", "-m", help="on a data file: answer with noise (laplace only)")] = None,
     param: Annotated[list[str] | None, typer.Option(

@@ -11,7 +11,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ppdp.cli._app import handle_errors
-from ppdp.cli._options import SEED_HELP, JsonOutput
+from ppdp.cli._options import SEED_HELP, JsonOutput, Workers
 from ppdp.cli._output import echo_json, out
 
 
@@ -31,6 +31,7 @@ def evaluate(
                        "repository); Adult and its hierarchies are bundled")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help=SEED_HELP)] = None,
     json_output: JsonOutput = False,
+    workers: Workers = None,
 ) -> None:
     """Reproduce the papers' experiments and write a report.
 

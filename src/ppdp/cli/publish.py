@@ -34,6 +34,7 @@ from ppdp.cli._options import (
     QuasiIdentifiers,
     QuasiIdentifiersLong,
     Separator,
+    Workers,
     check_engine,
     declared_domains,
     parse_params,
@@ -89,6 +90,7 @@ def publish(
     batch_rows: Annotated[int, typer.Option(
         "--batch-rows", min=1, help="rows per batch of the streaming engine")] = 1 << 20,
     json_output: JsonOutput = False,
+    workers: Workers = None,
 ) -> None:
     """Publish a table with a mechanism and save the release to a directory.
 
