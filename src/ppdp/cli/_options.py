@@ -53,7 +53,7 @@ def use_workers(workers: int | None) -> int | None:
 Workers = Annotated[int | None, typer.Option(
     "--workers", min=1, callback=use_workers,
     help=f"threads to work on (default: {WORKERS_VARIABLE}, else every core this process may "
-         f"use); the release is the same for any number")]
+         f"use); the result is the same for any number")]
 
 Names = Annotated[str | None, typer.Option(
     "--names", help="the CSV's column names in order, comma-separated: they replace its "
