@@ -30,7 +30,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow.parquet as pq
-
 from bench_executors import MECHANISMS, domains_file
 
 QUERY = "SELECT COUNT(*) FROM t WHERE age >= 40 GROUP BY occupation, sex"

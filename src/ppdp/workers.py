@@ -142,19 +142,25 @@ def run_all(work: Callable[[T], U], items: Sequence[T]) -> list[U]:
 CHUNK_ROWS = 1 << 16
 """Fewest rows of a chunk of a batch: below it, threads cost more than they save."""
 
+MAX_CHUNK_ROWS = 1 << 20
+"""Most rows of a chunk of a batch. A chunk's temporaries (8 MB for a column of 64-bit words)
+are then reused by the allocator from one chunk to the next; those of a whole 10^7-row table
+(80 MB each) were new memory every time, and the kernel zeroing it took a quarter of the CPU
+of publishing 10^7 rows in memory."""
+
 
 def chunk_bounds(n_rows: int, pieces: int) -> list[tuple[int, int]]:
-    """``pieces`` (at most) consecutive ranges of ``n_rows`` rows, none under `CHUNK_ROWS`
-    rows unless there is only one."""
-    pieces = max(1, min(pieces, n_rows // CHUNK_ROWS))
+    """At least ``pieces`` consecutive ranges of ``n_rows`` rows (fewer where they would hold
+    under `CHUNK_ROWS` rows each) and as many more as keep each under `MAX_CHUNK_ROWS`."""
+    pieces = max(1, min(pieces, n_rows // CHUNK_ROWS), -(-n_rows // MAX_CHUNK_ROWS))
     return list(itertools.pairwise(n_rows * piece // pieces for piece in range(pieces + 1)))
 
 
 def in_chunks(work: Callable[[int, Mapping[str, Any]], T], start: int,
               codes: Mapping[str, Any]) -> list[T]:
-    """``work(first row id, codes)`` of a batch cut into one chunk per worker (none under
-    `CHUNK_ROWS` rows), run on the workers; the results in row order. Keyed draws make the
-    chunks draw what the whole batch would."""
+    """``work(first row id, codes)`` of a batch cut into chunks (`chunk_bounds`: at least one
+    a worker), run on the workers; the results in row order. Keyed draws make the chunks draw
+    what the whole batch would."""
     n_rows = len(next(iter(codes.values()))) if codes else 0
     bounds = chunk_bounds(n_rows, threads_for(n_rows))
     if len(bounds) == 1:
