@@ -55,6 +55,7 @@ _HOMES = {
     "Role": "ppdp.data.schema",
     "Schema": "ppdp.data.schema",
     "Table": "ppdp.table.table",
+    "using_workers": "ppdp.workers",
 }
 
 __all__ = [
@@ -92,6 +93,7 @@ __all__ = [
     "load_release",
     "parse_query",
     "read_table",
+    "using_workers",
 ]
 
 
@@ -157,3 +159,4 @@ if TYPE_CHECKING:
     from ppdp.release.base import Release
     from ppdp.release.load import load_release
     from ppdp.table.table import Table
+    from ppdp.workers import using_workers
