@@ -72,14 +72,15 @@ class AlphaBetaGuarantee:
         which = "" if self.views == 1 else (
             " of every view" if self.view is None else f" of view {self.view}")
         text = (f"; every count{which} is within rho sqrt(n) = {self.rho:.4g} sqrt(n) of the "
-                f"truth with probability >= 0.95 (Theorem 4.4, r = {self.r:.4g})")
+                f"truth with probability >= 0.95 (Theorem 4.4, r = {self.r:.4g}")
         if self.rho_as_printed is not None:
-            text += (f" (Section 4.2 prints rho = {self.rho_as_printed:.4g} for these "
-                     f"parameters, which does not follow from Theorem 4.4)")
+            text += (f"; Section 4.2 prints rho = {self.rho_as_printed:.4g} for these "
+                     f"parameters, which does not follow from the theorem")
+        text += ")"
         if self.views > 1 and self.rhos is not None:
-            text += (" (rho of views 1.." + str(self.views) + ": "
+            text += ("; rho of views 1.." + str(self.views) + ": "
                      + ", ".join(f"{x:.4g}" for x in self.rhos)
-                     + "; later views are noisier, Section 4.4.1)")
+                     + ", later views being noisier (Section 4.4.1)")
         return text
 
     def _exclusive(self) -> str:
