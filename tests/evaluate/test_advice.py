@@ -133,8 +133,10 @@ def test_rho_privacy_predicts_the_papers_bounds(adult):
 def test_tuple_privacy_configures_alpha_beta_and_frapp(adult):
     advice = by_name(advise(adult, "k=10,gamma=0.2"))
     assert advice["alphabeta"].parameters == {"k": 10.0, "gamma": 0.2}
-    assert advice["alphabeta"].predicted.constant == pytest.approx(
-        usefulness_rho(k=10, gamma=0.2) * math.sqrt(adult.n_rows))
+    # Theorem 4.4's rho for the view's r (Section 4.2's printed closed form is smaller).
+    rho = ppdp.AlphaBeta(k=10, gamma=0.2).guarantee(adult).rho
+    assert rho is not None and rho > usefulness_rho(k=10, gamma=0.2)
+    assert advice["alphabeta"].predicted.constant == pytest.approx(rho * math.sqrt(adult.n_rows))
     assert advice["frapp"].parameters == {"k": 10.0, "gamma": 0.2}
     assert advice["frapp"].predicted is None
     # d given instead of k: the same k for this table.

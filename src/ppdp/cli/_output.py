@@ -63,7 +63,10 @@ def print_guarantee(data: Mapping[str, Any], title: str = "guarantee") -> None:
     for key, value in data.items():
         if key in ("mechanism", "statement", "subtable_details"):
             continue
-        shown = number(value) if isinstance(value, float | None) else str(value)
+        if isinstance(value, list) and all(isinstance(x, float) for x in value):
+            shown = ", ".join(number(x) for x in value)  # one number per view, say
+        else:
+            shown = number(value) if isinstance(value, float | None) else str(value)
         table.add_row(key, Text(printable(shown)))
     console.print(table)
     if data.get("subtable_details"):

@@ -540,9 +540,8 @@ def _alphabeta(facts: _Facts, target: PrivacyTarget) -> Advice:
         guarantee = AlphaBeta(k=k, gamma=target.gamma).guarantee(facts.table)
     except PpdpError as exc:
         return Advice("alphabeta", None, str(exc))
-    # Given k and gamma (Section 4.2's parameters), Theorem 4.4's rho is known.
-    assert guarantee.rho is not None
-    predicted = PredictedError(
+    # Theorem 4.4's rho, for the r of the view's alpha and beta (none for a table of no rows).
+    predicted = None if guarantee.rho is None else PredictedError(
         "alpha-beta Theorem 4.4 ((rho, 0.05)-usefulness)", "any", CONFIDENCE,
         constant=float(guarantee.rho) * math.sqrt(facts.table.n_rows),
         note=f"every count within rho sqrt(n) = {guarantee.rho:.4g} sqrt(n)")

@@ -27,19 +27,34 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 from ppdp.errors import InfeasibleError
 from ppdp.mechanisms.alphabeta.domain import MAX_DOMAIN, TupleDomain
 from ppdp.mechanisms.alphabeta.draws import view_rates
+from ppdp.mechanisms.alphabeta.exclusive import (
+    exclusive_posterior,
+    meets_theorem_6_3,
+    theorem_6_3_beta,
+    theorem_6_3_violations,
+)
 from ppdp.mechanisms.alphabeta.guarantee import AlphaBetaGuarantee
-from ppdp.mechanisms.alphabeta.parameters import MAX_VIEWS, MIN_ALPHA, check_alphabeta
+from ppdp.mechanisms.alphabeta.parameters import (
+    MAX_VIEWS,
+    MIN_ALPHA,
+    check_alphabeta,
+    check_view,
+)
 from ppdp.mechanisms.alphabeta.privacy import (
+    chosen_beta,
+    noise_scale,
     privacy_parameters,
     public_row_count,
     theorem_4_3_violations,
     usefulness_rho,
 )
 from ppdp.mechanisms.alphabeta.release import AlphaBetaRelease
+from ppdp.mechanisms.alphabeta.usefulness import theorem_4_4_r, theorem_4_4_rho, view_rhos
 from ppdp.mechanisms.alphabeta.views import ViewSequence
 from ppdp.mechanisms.base import StepsMechanism
 from ppdp.mechanisms.parameters import Parameter
@@ -54,6 +69,9 @@ from ppdp.plan.resources import (
 from ppdp.randomness import RandomState
 from ppdp.table.source import SummarySource
 from ppdp.table.table import Table
+
+MAX_LISTED_VIEWS = 100
+"""A guarantee lists the rho of every view up to this v (any view's through ``view``)."""
 
 ALPHABETA_ROW = Footprint(per_row=30, per_column=8)
 """Alpha-beta per row of the table: int64 tuple keys, the distinct tuples with their inverse and
@@ -89,6 +107,12 @@ class AlphaBeta(StepsMechanism):
                                 "probability proportional to the table's smoothed attribute "
                                 "marginals, beta for the most likely (Algorithm 5)",
                   default="uniform"),
+        Parameter("adversary", str, "'independent' (Theorem 4.3: beta = d/gamma) or "
+                                    "'exclusive': beta = 2 (d/gamma)(1 - gamma)/(1 - d), "
+                                    "alpha + beta = 1/2, so that Theorem 6.3 prevents positive "
+                                    "leakage against d-exclusive adversaries (join/link "
+                                    "attacks); needs k and gamma, one view",
+                  default="independent"),
         Parameter("max_rows", int, "refuse a view expected to hold more tuples than this (a "
                                    "resource limit, not a privacy parameter; a tuple takes "
                                    "about 100 bytes while publishing)",
@@ -104,18 +128,32 @@ class AlphaBeta(StepsMechanism):
                   default=None),
         Parameter("m", int, "domain size m (taken from the table when one is given)",
                   default=None),
+        Parameter("view", int, "the view (1..v) whose rho to state; every view's by default",
+                  default=None),
     )
 
     def __init__(self, *, k: float | None = None, gamma: float | None = None,
                  alpha: float | None = None, beta: float | None = None, v: int = 1,
-                 noise: str = "uniform", max_rows: int = 20_000_000) -> None:
-        check_alphabeta(k=k, gamma=gamma, alpha=alpha, beta=beta, v=v, noise=noise)
+                 noise: str = "uniform", adversary: str = "independent",
+                 max_rows: int = 20_000_000) -> None:
+        check_alphabeta(k=k, gamma=gamma, alpha=alpha, beta=beta, v=v, noise=noise,
+                        adversary=adversary)
         if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
             raise ValueError(f"max_rows must be an integer >= 1 (the largest expected view "
                              f"size), got {max_rows!r}")
         self.k, self.gamma, self.alpha, self.beta, self.v = k, gamma, alpha, beta, v
         self.noise = noise
+        self.adversary = adversary
         self.max_rows = max_rows
+
+    @property
+    def parameter_values(self) -> dict[str, Any]:
+        """As for every mechanism, but ``adversary`` only when it is not the default: the view
+        states and releases written before it existed keep matching."""
+        values = super().parameter_values
+        if self.adversary == "independent":
+            del values["adversary"]
+        return values
 
     def _rates(self) -> tuple[float, float] | None:
         """The explicit alpha and beta, if given (both or neither: `__init__`)."""
@@ -138,11 +176,12 @@ class AlphaBeta(StepsMechanism):
         if rates is None:
             assert privacy is not None  # without alpha and beta, `__init__` needs k and gamma
             k, gamma = privacy
-            alpha, beta, d = privacy_parameters(k=k, gamma=gamma, n=n, m=m)
+            alpha, beta, d = privacy_parameters(k=k, gamma=gamma, n=n, m=m,
+                                                adversary=self.adversary)
             if alpha < self.min_alpha:
                 raise InfeasibleError(
                     f"(d, gamma)-privacy with d = k n/m = {d:.4g} and gamma = {gamma:g} "
-                    f"leaves alpha = 1/2 - d/gamma = {alpha:.3g}, too small to estimate counts "
+                    f"leaves alpha = 1/2 - beta = {alpha:.3g}, too small to estimate counts "
                     f"from (at least {self.min_alpha:g}); raise gamma or lower k")
             return alpha, beta, d
         alpha, beta = rates
@@ -151,6 +190,8 @@ class AlphaBeta(StepsMechanism):
         k, gamma = privacy
         d = k * n / m
         failed = theorem_4_3_violations(alpha=alpha, beta=beta, d=d, gamma=gamma)
+        if self.adversary == "exclusive":
+            failed += theorem_6_3_violations(alpha=alpha, beta=beta, d=d, gamma=gamma)
         if failed:
             raise InfeasibleError(f"alpha = {alpha:g}, beta = {beta:g} do not give "
                                   f"(d, gamma)-privacy for d = k n/m = {d:.4g}, gamma = "
@@ -175,7 +216,7 @@ class AlphaBeta(StepsMechanism):
         if privacy is None:
             return self.probabilities(n, m)
         k, gamma = privacy
-        rounded = public_row_count(n, k=k, gamma=gamma)
+        rounded = self._public_row_count(n, m, k, gamma)
         try:
             return self.probabilities(rounded, m)
         except InfeasibleError:
@@ -183,11 +224,19 @@ class AlphaBeta(StepsMechanism):
                 raise
         raise InfeasibleError(self._infeasible_message(n, rounded, m, k, gamma)) from None
 
+    def _public_row_count(self, n: int, m: int, k: float, gamma: float) -> int:
+        """n rounded up as beta publishes it (`public_row_count`, for this adversary's beta)."""
+        scale = noise_scale(self.adversary, k=k, gamma=gamma, n=n, m=m)
+        return public_row_count(n, k=k, gamma=gamma, scale=scale)
+
     def _infeasible_message(self, n: int, rounded: int, m: int, k: float, gamma: float) -> str:
         """Why k and gamma fail for n rows once n is rounded, and the k or gamma that work."""
 
         def feasible(k: float, gamma: float) -> bool:
-            beta = k * public_row_count(n, k=k, gamma=gamma) / (gamma * m)
+            d = k * self._public_row_count(n, m, k, gamma) / m
+            if not d < 1:
+                return False
+            beta = chosen_beta(d, gamma, self.adversary)
             return beta <= 0.5 and 0.5 - beta >= self.min_alpha
 
         def boundary(low: float, high: float, ok: Callable[[float], bool]) -> float:
@@ -198,11 +247,19 @@ class AlphaBeta(StepsMechanism):
             return high
 
         largest_k = boundary(0.0, k, lambda x: not feasible(x, gamma))
-        beta = k * rounded / (gamma * m)
-        text = (f"(d, gamma)-privacy with k = {k:g} and gamma = {gamma:g} needs beta = "
-                f"k n'/(gamma m) = {beta:.4g} > 1/2 (Theorem 4.3), where n' = {rounded:,} is the "
-                f"row count rounded up so that beta does not reveal it; lower k to at most "
-                f"{largest_k * 0.999:.4g}")
+        d = k * rounded / m
+        if self.adversary == "exclusive":
+            needs = (f"Theorem 6.3 (d-exclusive adversaries) with k = {k:g} and gamma = "
+                     f"{gamma:g} needs d = k n'/m = {d:.4g} below 1" if not d < 1 else
+                     f"Theorem 6.3 (d-exclusive adversaries) with k = {k:g} and gamma = "
+                     f"{gamma:g} needs beta = 2 (d/gamma)(1 - gamma)/(1 - d) = "
+                     f"{theorem_6_3_beta(d, gamma):.4g} > 1/2 with d = k n'/m")
+        else:
+            beta = k * rounded / (gamma * m)
+            needs = (f"(d, gamma)-privacy with k = {k:g} and gamma = {gamma:g} needs beta = "
+                     f"k n'/(gamma m) = {beta:.4g} > 1/2 (Theorem 4.3)")
+        text = (f"{needs}, where n' = {rounded:,} is the row count rounded up so that beta "
+                f"does not reveal it; lower k to at most {largest_k * 0.999:.4g}")
         if feasible(k, 1 - 1e-9):
             smallest = boundary(gamma, 1 - 1e-9, lambda x: feasible(k, x))
             text += f" or raise gamma to at least {min(smallest * 1.001, 1 - 1e-9):.4g}"
@@ -270,11 +327,19 @@ class AlphaBeta(StepsMechanism):
         return n, m
 
     def guarantee(self, table: Table | None = None, *, n: int | None = None,
-                  m: int | None = None) -> AlphaBetaGuarantee:
-        """Theorem 4.3 (and 4.4 for the Section 4.2 parameters) for a table of n rows over a
-        domain of m tuples, with alpha, beta and d as a view publishes them (from n rounded
-        up by `public_row_count` when they come from k and gamma)."""
+                  m: int | None = None, view: int | None = None) -> AlphaBetaGuarantee:
+        """Theorem 4.3, Theorem 4.4 and Theorem 6.3 for a table of n rows over a domain of m
+        tuples, with alpha, beta and d as a view publishes them (from n rounded up by
+        `public_row_count` when they come from k and gamma).
+
+        rho is Theorem 4.4's for the smallest r that alpha and beta meet (Section 4.2's closed
+        form for its parameters, which does not follow from the theorem, is
+        ``rho_as_printed``); for v > 1 each view has its own (`ppdp.mechanisms.alphabeta.
+        usefulness.view_rhos`), and ``rho`` is that of ``view``, or the largest of the v views
+        (the one that holds for every view) when no view is named."""
         n, m = self.table_size(table, n, m)
+        if view is not None:
+            check_view(view, self.v)
         if n is None or m is None:
             if self.alpha is None:
                 raise ValueError("the alpha and beta of k and gamma depend on n and m: give a "
@@ -284,9 +349,27 @@ class AlphaBeta(StepsMechanism):
             d = None
         else:
             alpha, beta, d = self.public_probabilities(n, m)
+        r = rhos = rho = None
+        if n is not None and m is not None and n > 0:
+            r = theorem_4_4_r(alpha=alpha, beta=beta, n=n, m=m)
+            every = view_rhos(theorem_4_4_rho(r), alpha=alpha, beta=beta, v=self.v, n=n, m=m)
+            rho = float(every.max() if view is None else every[view - 1])
+            if self.v <= MAX_LISTED_VIEWS:
+                rhos = tuple(float(x) for x in every)
         privacy = self._privacy()
-        rho = (usefulness_rho(k=privacy[0], gamma=privacy[1])
-               if privacy is not None and self.alpha is None else None)
+        printed = (usefulness_rho(k=privacy[0], gamma=privacy[1])
+                   if privacy is not None and self.alpha is None
+                   and self.adversary == "independent" else None)
         size = None if n is None or m is None else alpha * n + beta * m
-        return AlphaBetaGuarantee(alpha=alpha, beta=beta, gamma=self.gamma, k=self.k, d=d,
-                                  n=n, m=m, views=self.v, rho=rho, expected_view_size=size)
+        needed = meets = posterior = None
+        if self.gamma is not None and d is not None and d < 1 and self.v == 1 \
+                and self.noise == "uniform":
+            # Theorem 6.3 is stated for one view of uniform noise.
+            needed = theorem_6_3_beta(d, self.gamma)
+            meets = meets_theorem_6_3(alpha=alpha, beta=beta, d=d, gamma=self.gamma)
+            posterior = exclusive_posterior(alpha=alpha, beta=beta, d=d)
+        return AlphaBetaGuarantee(
+            alpha=alpha, beta=beta, gamma=self.gamma, k=self.k, d=d, n=n, m=m, views=self.v,
+            rho=rho, expected_view_size=size, view=view, rhos=rhos, r=r, rho_as_printed=printed,
+            adversary=self.adversary, exclusive_beta=needed, theorem_6_3=meets,
+            exclusive_posterior=posterior)

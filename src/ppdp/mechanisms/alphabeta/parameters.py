@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ppdp.data.schema import Role, Schema
+from ppdp.mechanisms.alphabeta.exclusive import ADVERSARIES
 from ppdp.mechanisms.parameters import (
     is_real,
     require_open_unit,
@@ -27,9 +28,11 @@ NOISES = ("uniform", "marginal")
 """Algorithm 2's uniform insertions, or Algorithm 5's by the smoothed marginals."""
 
 
-def check_alphabeta(*, k: Any, gamma: Any, alpha: Any, beta: Any, v: Any, noise: Any) -> None:
+def check_alphabeta(*, k: Any, gamma: Any, alpha: Any, beta: Any, v: Any, noise: Any,
+                    adversary: Any = "independent") -> None:
     """k and gamma (both or neither), alpha and beta (both or neither; one pair at least), the
-    bound v on the views and the kind of noise, as alpha-beta takes them (Sections 2 and 4)."""
+    bound v on the views, the kind of noise and the adversary, as alpha-beta takes them
+    (Sections 2, 4 and 6.2)."""
     explicit = alpha is not None or beta is not None
     if explicit and (alpha is None or beta is None):
         raise ValueError("give both alpha and beta, or neither (then k and gamma)")
@@ -56,6 +59,24 @@ def check_alphabeta(*, k: Any, gamma: Any, alpha: Any, beta: Any, v: Any, noise:
         raise ValueError(f"noise must be 'uniform' or 'marginal', got {noise!r}")
     if noise == "marginal" and v > 1:
         raise ValueError("non-uniform noise (Algorithm 5) is for a single view: use v = 1")
+    check_adversary(adversary, k=k, v=v, noise=noise)
+
+
+def check_adversary(adversary: Any, *, k: Any, v: int, noise: str) -> None:
+    """The adversary the parameters are chosen against; Theorem 6.3 (d-exclusive) needs d, so
+    k and gamma, and covers one view of uniform noise."""
+    if adversary not in ADVERSARIES:
+        raise ValueError(f"adversary must be 'independent' or 'exclusive', got {adversary!r}")
+    if adversary != "exclusive":
+        return
+    if k is None:
+        raise ValueError("adversary=exclusive needs k and gamma: Theorem 6.3's beta depends on "
+                         "d = k n/m")
+    if v > 1:
+        raise ValueError("adversary=exclusive (Theorem 6.3) covers a single view: use v = 1")
+    if noise != "uniform":
+        raise ValueError("adversary=exclusive (Theorem 6.3) is for uniform noise: use "
+                         "noise=uniform")
 
 
 def check_view(view: Any, v: int) -> int:

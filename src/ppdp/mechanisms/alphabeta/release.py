@@ -57,13 +57,14 @@ class AlphaBetaRelease(Release):
 
     @classmethod
     def check_parameters(cls, schema: Schema, parameters: Mapping[str, Any]) -> None:
-        """k, gamma, alpha, beta, v and the kind of noise as `AlphaBeta` takes them, a view
-        number within v, every column in the tuple domain, and Algorithm 5's marginals when
-        listed."""
+        """k, gamma, alpha, beta, v, the kind of noise and the adversary as `AlphaBeta` takes
+        them, a view number within v, every column in the tuple domain, and Algorithm 5's
+        marginals when listed."""
         marginal = "source" in parameters
         check_alphabeta(k=parameters["k"], gamma=parameters["gamma"], alpha=parameters["alpha"],
                         beta=parameters["beta"], v=parameters["v"],
-                        noise="marginal" if marginal else "uniform")
+                        noise="marginal" if marginal else "uniform",
+                        adversary=parameters.get("adversary", "independent"))
         check_view(parameters["view"], parameters["v"])
         check_published_columns(schema, "alphabeta")
         domain = TupleDomain.of(schema)

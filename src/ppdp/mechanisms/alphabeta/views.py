@@ -34,6 +34,7 @@ from ppdp.mechanisms.alphabeta.draws import (
     source_distribution,
     view_rates,
 )
+from ppdp.mechanisms.alphabeta.guarantee import AlphaBetaGuarantee
 from ppdp.mechanisms.alphabeta.release import AlphaBetaRelease
 from ppdp.mechanisms.alphabeta.same_rows import rows_record, tuple_histograms
 from ppdp.mechanisms.base import Progress, require_declared_domains
@@ -55,9 +56,13 @@ class ViewedMechanism(Protocol):
     gamma: float | None
     v: int
     noise: str
+    adversary: str
 
     @property
     def parameter_values(self) -> dict[str, Any]: ...
+
+    def guarantee(self, table: Table | None = None, *, n: int | None = None,
+                  m: int | None = None, view: int | None = None) -> AlphaBetaGuarantee: ...
 
     def public_probabilities(self, n: int, m: int) -> tuple[float, float, float | None]: ...
 
@@ -147,6 +152,12 @@ class ViewSequence:
                           counts, self.earlier, marginals)
         return view, draws, view_parameters(self.mechanism, self.alpha, self.beta, view,
                                             self.domain, marginals)
+
+    def guarantee(self) -> AlphaBetaGuarantee:
+        """The guarantee of the last view published (of the first before any): its rho is that
+        view's (later views are noisier, Section 4.4.1), ``rhos`` lists every view's."""
+        n, m = self.table.n_rows, self.domain.size
+        return self.mechanism.guarantee(n=n, m=m, view=max(self.published, 1))
 
     def record_view(self, view: int, keys: Sequence[np.ndarray]) -> None:
         """Count view ``view`` as published, its tuples (``keys``, in pieces) joining V'."""
@@ -325,6 +336,9 @@ def view_parameters(mechanism: ViewedMechanism, alpha: float, beta: float, view:
     parameters: dict[str, Any] = {
         "alpha": alpha, "beta": beta, "k": mechanism.k, "gamma": mechanism.gamma,
         "v": mechanism.v, "view": view}
+    if mechanism.adversary != "independent":
+        # Recorded only when chosen, so that other releases keep their files.
+        parameters["adversary"] = mechanism.adversary
     if marginals is not None:
         parameters["source"] = {c: [float(x) for x in p]
                                 for c, p in zip(domain.columns, marginals, strict=True)}
