@@ -16,7 +16,12 @@ import typer.core
 from rich.console import Console
 from rich.text import Text
 
-from ppdp.cli._memory import memory_message, ran_out_of_memory, within_limit
+from ppdp.cli._memory import (
+    memory_message,
+    ran_out_of_memory,
+    reuse_freed_memory,
+    within_limit,
+)
 from ppdp.cli._output import printable
 from ppdp.errors import (
     InfeasibleError,
@@ -173,6 +178,7 @@ def handle_errors(function: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             within_limit()
+            reuse_freed_memory()
             return function(*args, **kwargs)
         except (typer.Exit, typer.Abort):
             raise
