@@ -167,7 +167,7 @@ def splu_size(config: Config) -> ExperimentResult:
 
         scored = {label: publications.errors for label, publications in publish_both(
             5, table, large.queries, runs, config.rng, score, result.notes,
-            max_iterations(config)).items()}
+            max_iterations(config), f"{n:,} rows").items()}
         for name, mechanism in (("Anatomy", Anatomy(l=5)), ("DBR", DBR())):
             scored[name] = publish_and_score(mechanism, table, large.queries, runs,
                                              config.rng, score).errors
