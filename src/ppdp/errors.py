@@ -51,3 +51,9 @@ class OutputExistsError(PpdpError, FileExistsError):
         return f"{self.what}; {self.remedy} --overwrite"
 class MissingDependencyError(PpdpError, ImportError):
     """An optional dependency is not installed; the message names the extra that installs it."""
+
+
+class ConvergenceWarning(UserWarning):
+    """An iterative estimator stopped at its iteration limit before it converged (SPLU-Gen's
+    Section 5 reconstruction). The answers concerned are its last iterate, flagged
+    ``converged=False`` on the `ppdp.estimate.Estimate` that ``count`` returns."""

@@ -20,12 +20,21 @@ class Estimate:
     """An estimated count with its standard error and 95 % interval where the maths gives one.
 
     Intervals are the normal approximation ``value ± 1.96·stderr`` (lower end clipped at 0)
-    unless a mechanism knows an exact one.
+    unless a mechanism knows an exact one. ``converged`` is False where an iterative
+    estimator stopped at its iteration limit (SPLU-Gen's ``estimator = "paper"``, which then
+    also warns with `ppdp.errors.ConvergenceWarning`): the value is its last iterate.
     """
 
     value: float
     stderr: float | None = None
     ci95: tuple[float, float] | None = None
+    converged: bool = True
+
+    def __repr__(self) -> str:
+        # converged shown only where False: every other estimate reads as it always has.
+        flag = "" if self.converged else ", converged=False"
+        return (f"Estimate(value={self.value!r}, stderr={self.stderr!r}, ci95={self.ci95!r}"
+                f"{flag})")
 
     @classmethod
     def exact(cls, value: float) -> Estimate:
@@ -39,8 +48,13 @@ class Estimate:
         return cls(float(value), float(stderr), (max(0.0, value - half), value + half))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"estimate": self.value, "stderr": self.stderr,
-                "ci95": list(self.ci95) if self.ci95 is not None else None}
+        """``estimate``, ``stderr`` and ``ci95``, and ``converged: false`` where the estimator
+        did not converge (absent otherwise, so that every other answer reads as before)."""
+        data: dict[str, Any] = {"estimate": self.value, "stderr": self.stderr,
+                                "ci95": list(self.ci95) if self.ci95 is not None else None}
+        if not self.converged:
+            data["converged"] = False
+        return data
 
 
 @dataclass(frozen=True)
@@ -52,6 +66,11 @@ class GroupedEstimate:
 
     def __len__(self) -> int:
         return len(self.groups)
+
+    @property
+    def converged(self) -> bool:
+        """Whether every group's estimate converged (see `Estimate`)."""
+        return all(e.converged for _, e in self.groups)
 
     def __getitem__(self, key: Mapping[str, Any] | tuple[Any, ...] | Any) -> Estimate:
         if not isinstance(key, Mapping):

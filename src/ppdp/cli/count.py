@@ -215,6 +215,8 @@ def _print_answer(answer: "Estimate | GroupedEstimate") -> None:
         console.print(f"estimate      {number(answer.value)}")
         console.print(f"stderr        {stderr}")
         console.print(f"95% interval  {ci95}")
+        if not answer.converged:
+            console.print("converged     no: the reconstruction stopped at its iteration limit")
         return
     table = RichTable()
     for column in answer.columns:
@@ -228,3 +230,6 @@ def _print_answer(answer: "Estimate | GroupedEstimate") -> None:
                       number(estimate.stderr), interval(estimate.ci95))
     console.print(table)
     console.print(f"{len(answer)} groups (groups with a zero estimate are not shown)")
+    if not answer.converged:
+        console.print("some groups' reconstruction stopped at its iteration limit before "
+                      "converging (converged: false in --json)")

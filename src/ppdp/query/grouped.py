@@ -4,6 +4,7 @@ queries holds ungrouped ones only."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -16,10 +17,11 @@ def grouped(schema: Schema, group_by: Sequence[str], values: np.ndarray,
             stderr: np.ndarray | None, *, keep: np.ndarray | None = None,
             exact: bool = False,
             interval: Callable[[float, float | None], Estimate] = Estimate.with_stderr,
-            ) -> GroupedEstimate:
+            unconverged: np.ndarray | None = None) -> GroupedEstimate:
     """Turn dense arrays over the group columns' domains into a GroupedEstimate.
 
-    ``keep`` marks the keys to report (default: those with a non-zero estimate).
+    ``keep`` marks the keys to report (default: those with a non-zero estimate);
+    ``unconverged`` the keys whose estimator did not converge (``Estimate.converged``).
     """
     keep = values != 0 if keep is None else keep
     domains = [schema[c].domain for c in group_by]
@@ -31,6 +33,8 @@ def grouped(schema: Schema, group_by: Sequence[str], values: np.ndarray,
             estimate = Estimate.exact(value)
         else:
             estimate = interval(value, None if stderr is None else float(stderr[index]))
+        if unconverged is not None and unconverged[index]:
+            estimate = replace(estimate, converged=False)
         groups.append((key, estimate))
     return GroupedEstimate(tuple(group_by), tuple(groups))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, overload
 
@@ -79,12 +80,21 @@ class Release(ABC):
         """Estimate a count query (SQL text or Query) from the release."""
         bound = bind(query, self.schema, table_name=self.name, any_table=True)
         values, stderr = self._estimate([bound])[0]
+        return self._answer(bound, values, stderr)
+
+    def _answer(self, bound: BoundQuery, values: np.ndarray, stderr: np.ndarray | None,
+                unconverged: np.ndarray | None = None) -> Estimate | GroupedEstimate:
+        """One query's estimates as `count` returns them; ``unconverged`` marks the cells
+        whose iterative estimator stopped before converging (``Estimate.converged``)."""
         if bound.group_by:
             keep = np.ones(values.shape, dtype=bool) if self.answers_every_key else None
             return grouped(self.schema, bound.group_by, values, stderr, keep=keep,
-                           interval=self._interval)
-        return self._interval(float(values), None if stderr is None or np.isnan(stderr)
-                              else float(stderr))
+                           interval=self._interval, unconverged=unconverged)
+        answer = self._interval(float(values), None if stderr is None or np.isnan(stderr)
+                                else float(stderr))
+        if unconverged is not None and bool(np.any(unconverged)):
+            answer = replace(answer, converged=False)
+        return answer
 
     def _interval(self, value: float, stderr: float | None) -> Estimate:
         """The Estimate for a value and standard error (normal 95 % interval by default)."""

@@ -14,6 +14,7 @@ from ppdp.evaluate.experiments.config import Config, Experiment
 from ppdp.evaluate.experiments.sdr import sdr, sdr_axes
 from ppdp.evaluate.experiments.size import size
 from ppdp.evaluate.experiments.splu import splu, splu_gamma, splu_two
+from ppdp.evaluate.experiments.splu_axes import splu_age, splu_size
 from ppdp.evaluate.experiments.tables import default_data
 from ppdp.evaluate.result import ExperimentResult
 from ppdp.randomness import RandomState, make_rng
@@ -24,6 +25,10 @@ EXPERIMENTS: dict[str, tuple[str, Experiment]] = {
     "splu": ("SPLU-Gen Section 6: small- and large-count errors of every mechanism", splu),
     "splu_gamma": ("SPLU-Gen Figure 7: small-count error against gamma", splu_gamma),
     "splu_two": ("SPLU-Gen Figure 12: two sensitive attributes", splu_two),
+    "splu_age": ("SPLU-Gen Section 6.2.1: queries of 5-8 % selectivity, age in intervals of "
+                 "about 8 %", splu_age),
+    "splu_size": ("SPLU-Gen Figure 9: large-count error by band against N for SPLU-Gen, "
+                  "Anatomy and DBR", splu_size),
     "sdr": ("Small domain randomization Section 6: PP against UP", sdr),
     "sdr_axes": ("Small domain randomization Figures 2-5, Tables 2 and 3: error against L "
                  "and |T| on balanced and skewed data, estimates against truth, retention, "

@@ -7,7 +7,10 @@
   value-level model of ``decoy_transition`` (a transition per sensitive value, unbiased when P
   correlates with the sensitive value, with a standard error for every answer); with
   ``estimator = "paper"``, Section 5's iterative Bayesian reconstruction over the 2^(w+1)
-  states (P?, s_1?, .., s_w?) with ``M = M_0 (x) M_1 (x) .. (x) M_w`` (Eq. 13-14).
+  states (P?, s_1?, .., s_w?) with ``M = M_0 (x) M_1 (x) .. (x) M_w`` (Eq. 13-14). Where the
+  iteration stops at ``max_iterations`` before converging, the answers concerned are its last
+  iterate: ``count`` flags them (``Estimate.converged`` False) and both ``count`` and
+  ``count_all`` warn (`ppdp.errors.ConvergenceWarning`).
 
 In Section 5's model the rate at which a row whose value is not s publishes s is approximated by
 f_s/N (Section 5.1, from "f_s of the N/gamma groups contain s"). Exactly, the f_s groups holding
@@ -18,6 +21,7 @@ it the expected published count of s is exactly f_s, consistent with Theorem 2."
 from __future__ import annotations
 
 import string
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,14 +29,17 @@ from typing import Any
 import numpy as np
 
 from ppdp.data.schema import Schema
+from ppdp.errors import ConvergenceWarning
+from ppdp.estimate import Estimate, GroupedEstimate
 from ppdp.estimators.reconstruct import delta_method_variance, iterative_bayesian
 from ppdp.mechanisms.base import check_sensitive
 from ppdp.mechanisms.parameters import require_integer
 from ppdp.mechanisms.splu.decoy_transition import ValueModel, estimate_variance
-from ppdp.query.binding import BoundQuery
+from ppdp.query.binding import BoundQuery, bind
 from ppdp.query.cube import count_histogram
 from ppdp.query.predicates import AllOf, Const, Predicate, simplify
 from ppdp.query.splitting import split
+from ppdp.query.syntax import Query
 from ppdp.release.base import RowsRelease
 
 ESTIMATORS = ("layout", "paper")
@@ -52,7 +59,8 @@ class SpluRelease(RowsRelease):
     layout gives at the published frequencies (``decoy_transition``), unbiased when conditions
     correlate with the sensitive value; ``"paper"`` is Section 5's iterative Bayesian
     reconstruction over two states per attribute (Eq. 13-14), whose ``tolerance`` and
-    ``max_iterations`` (attributes) control it.
+    ``max_iterations`` (attributes) control it; an answer whose reconstruction stopped at
+    ``max_iterations`` is flagged ``converged=False`` and warned of (`ConvergenceWarning`).
     """
 
     mechanism = "splu"
@@ -82,7 +90,10 @@ class SpluRelease(RowsRelease):
             raise ValueError(f"unknown SPLU-Gen estimator {self.estimator!r}; choose one of "
                              f"{', '.join(ESTIMATORS)}")
         if self.estimator == "paper":
-            return self._estimate_two_state(queries)
+            outputs, unsettled = self._estimate_two_state(queries)
+            # Pointed at the caller of count_all (which calls this method).
+            _warn_unsettled(unsettled, self.max_iterations, stacklevel=3)
+            return outputs
         answers: list[tuple[np.ndarray, np.ndarray | None] | None] = []
         # Conjunction-like queries (one term, no GROUP BY) are unmixed together, per set of
         # sensitive columns: one vectorised pass instead of one per query.
@@ -94,6 +105,18 @@ class SpluRelease(RowsRelease):
         filled = [answer for answer in answers if answer is not None]
         assert len(filled) == len(queries), "every query is answered"
         return filled
+
+    def count(self, query: str | Query) -> Estimate | GroupedEstimate:
+        """Estimate a count query (SQL text or Query) from the release; with ``estimator =
+        "paper"``, an answer whose reconstruction did not converge is flagged
+        (``converged=False``) and warned of."""
+        if self.estimator != "paper":
+            return super().count(query)
+        bound = bind(query, self.schema, table_name=self.name, any_table=True)
+        outputs, unsettled = self._estimate_two_state([bound])
+        _warn_unsettled(unsettled, self.max_iterations, stacklevel=2)
+        values, stderr = outputs[0]
+        return self._answer(bound, values, stderr, unconverged=unsettled[0])
 
     def value_model(self, columns: Sequence[str]) -> ValueModel:
         """The value-level transition of these sensitive columns (computed once, then kept)."""
@@ -189,13 +212,18 @@ class SpluRelease(RowsRelease):
             answers[index] = (np.asarray(values[k]), np.asarray(stderr[k]))
 
     def _estimate_two_state(self, queries: Sequence[BoundQuery]
-                            ) -> list[tuple[np.ndarray, np.ndarray | None]]:
+                            ) -> tuple[list[tuple[np.ndarray, np.ndarray | None]],
+                                       list[np.ndarray]]:
+        """Every query by Section 5's reconstruction: its estimates and standard errors, and
+        per query the cells (its GROUP BY domains) whose reconstruction did not converge."""
         sizes = self.schema.sizes()
         sensitive = self.schema.sensitive
         problems: dict[int, _Problems] = {}
         outputs: list[tuple[np.ndarray, np.ndarray | None]] = []
+        unsettled: list[np.ndarray] = []
         for index, query in enumerate(queries):
             shape = tuple(sizes[c] for c in query.group_by)
+            unsettled.append(np.zeros(shape, dtype=bool))
             mentioned = [c for c in sensitive if c in query.columns]
             if not mentioned:
                 outputs.append(self._exact(query))
@@ -219,11 +247,14 @@ class SpluRelease(RowsRelease):
                 problems.setdefault(len(mentioned), _Problems()).add(
                     observed[selected], index, cells, summable)
         for width, batch in problems.items():
-            self._solve(width, batch, outputs)
-        return [(values, stderr) for values, stderr in outputs]
+            self._solve(width, batch, outputs, unsettled)
+        return outputs, unsettled
 
     def _solve(self, width: int, batch: _Problems,
-               outputs: list[tuple[np.ndarray, np.ndarray | None]]) -> None:
+               outputs: list[tuple[np.ndarray, np.ndarray | None]],
+               unsettled: list[np.ndarray]) -> None:
+        """Reconstruct one width's problems at once into ``outputs``, marking in
+        ``unsettled`` the cells where any of their terms did not converge."""
         observed = np.concatenate(batch.observed)
         query_of = np.concatenate(batch.query)
         cell_of = np.concatenate(batch.cell)
@@ -250,6 +281,22 @@ class SpluRelease(RowsRelease):
             assert stderr is not None
             flat_stderr = stderr.reshape(-1)
             flat_stderr[:] = np.where(known, np.sqrt(total_variance), np.nan)
+            stopped = np.bincount(cells, weights=~result.converged[rows], minlength=size) > 0
+            unsettled[query].reshape(-1)[:] |= stopped
+
+
+def _warn_unsettled(unsettled: Sequence[np.ndarray], max_iterations: int, *,
+                    stacklevel: int) -> None:
+    """Warn (ConvergenceWarning) when any query's reconstruction did not converge: silently
+    returning the last iterate would pass it off as Eq. 13's fixed point. ``stacklevel``
+    counts from the function that calls this one (2: its caller)."""
+    stopped = sum(bool(cells.any()) for cells in unsettled)
+    if stopped:
+        warnings.warn(
+            f"SPLU-Gen's Section 5 reconstruction did not converge within max_iterations = "
+            f"{max_iterations} for {stopped} of {len(unsettled)} queries; their answers are the "
+            f"last iterate (count() flags them converged=False); raise release.max_iterations "
+            f"or release.tolerance", ConvergenceWarning, stacklevel=stacklevel + 1)
 
 
 def _term_weights(combos: np.ndarray, mentioned: Sequence[str], value_groups: Sequence[str],
