@@ -19,7 +19,8 @@ Each stage prints its CPU seconds (user + system of the whole process, so the th
 and Polars count), its wall seconds and the page faults it took (new memory the kernel had to
 clear), scaled to 10^7 rows. Start-up (imports) is printed apart:
 it is paid once, whatever the rows. ``--workers`` is the engine's (default 1: the CPU of one
-core's work; Polars and Arrow still start threads of their own).
+core's work; Polars and Arrow still start threads of their own). The allocator is set up as a
+command sets it up.
 """
 
 from __future__ import annotations
@@ -58,6 +59,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     os.environ["PPDP_WORKERS"] = args.workers
     os.environ.setdefault("POLARS_MAX_THREADS", args.workers)
+    try:  # the allocator's setting of a command (`ppdp.cli._memory`), where the code has it
+        from ppdp.cli._memory import reuse_freed_memory
+    except ImportError:
+        pass
+    else:
+        reuse_freed_memory()
 
     from importlib import resources
 

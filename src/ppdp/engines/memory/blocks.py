@@ -12,17 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pyarrow as pa
 
 from ppdp.data.schema import Role
 from ppdp.engines.blocks import publish_one_block
 from ppdp.mechanisms.base import GroupMechanism
-from ppdp.plan.blocks import (
-    block_generator,
-    block_labels,
-    merge_parameters,
-    offset_groups,
-)
+from ppdp.plan.blocks import block_generator, block_labels, merge_parameters
 from ppdp.plan.rows import run_passes
 from ppdp.release.base import Release
 from ppdp.table.source import TableSource
@@ -55,22 +49,10 @@ def publish_in_blocks(mechanism: GroupMechanism, table: Table, key: int,
 
 
 def merge_blocks(releases: Sequence[Release]) -> Release:
-    """The blocks' releases as one: each table the blocks' tables in order, group ids moved
-    past the earlier blocks' groups, parameters merged (`ppdp.plan.blocks.merge_parameters`),
-    saved in one part per block; the release a loader builds from the streaming engine's
-    files."""
+    """The blocks' releases as one (`Release._joined`), their parameters merged
+    (`ppdp.plan.blocks.merge_parameters`): the release a loader builds from the streaming
+    engine's files, saved in the same parts."""
     parameters: dict[str, object] = {}
-    parts: dict[str, list[pa.Table]] = {}
-    groups = 0
     for release in releases:
-        for stem, published in release._tables().items():
-            parts.setdefault(stem, []).append(offset_groups(published, groups))
-        groups += merge_parameters(parameters, release.parameters)
-    first = releases[0]
-    merged = type(first)._from_tables(first.schema, parameters,
-                                      sum(release.n_rows for release in releases),
-                                      {stem: pa.concat_tables(tables)
-                                       for stem, tables in parts.items()})
-    merged.block_rows = {stem: tuple(t.num_rows for t in tables)
-                         for stem, tables in parts.items()}
-    return merged
+        merge_parameters(parameters, release.parameters)
+    return type(releases[0])._joined(releases, parameters)
