@@ -21,7 +21,15 @@ from ppdp.mechanisms import Anatomy, Mechanism, PerturbationPartitioning, Unifor
 from ppdp.risk.measured import perturbation_posterior
 from ppdp.table.table import Table
 
-__all__ = ["sdr", "sdr_axes"]
+__all__ = ["AXES_QUICK_SIZES", "AXES_SETTINGS", "sdr", "sdr_axes"]
+
+AXES_SETTINGS = (("adult", "occupation", 1 / 13, (6, 5, 4, 3), "Figure 2"),
+                 ("fars", "iinjury", 1 / 30, (10, 8, 6, 4), "Figure 4"))
+"""`sdr_axes`'s data: (dataset, sensitive column, rho1, the levels L (rho2 = 1/L, Anatomy's
+l = L), the paper's figure)."""
+
+AXES_QUICK_SIZES = (15_000, 30_000)
+"""`sdr_axes`'s resampled sizes in a quick run (the L axis uses the largest)."""
 
 
 def sdr(config: Config) -> ExperimentResult:
@@ -99,10 +107,9 @@ def sdr_axes(config: Config) -> ExperimentResult:
     (FARS, iinjury: Figure 4), estimates against truth, retention against L, PP's sub-tables,
     runtime (Small Domain Randomization Figures 2-5, Tables 2 and 3)."""
     runs = config.publications(2, 3)
-    fixed_size = 30_000 if config.quick else 300_000
-    sizes = (15_000, 30_000) if config.quick else (100_000, 200_000, 300_000, 400_000, 500_000)
-    settings = [("adult", "occupation", 1 / 13, (6, 5, 4, 3), "Figure 2"),
-                ("fars", "iinjury", 1 / 30, (10, 8, 6, 4), "Figure 4")]
+    fixed_size = AXES_QUICK_SIZES[-1] if config.quick else 300_000
+    sizes = AXES_QUICK_SIZES if config.quick else (100_000, 200_000, 300_000, 400_000, 500_000)
+    settings = AXES_SETTINGS
     result = ExperimentResult(
         "sdr_axes", "PP, UP and Anatomy against L and |T| (Small Domain Randomization Figures "
                     "2-5, Tables 2 and 3)",
