@@ -49,6 +49,23 @@ def test_pp_below_up(results) -> None:
         assert row["pp_retention"] > row["up_retention"]
 
 
+def test_skewed_data_claims_say_what_was_compared(results) -> None:
+    """SDR Section 6.3: on skewed data (FARS) PP degenerates into UP. ppdp's PP makes one
+    sub-table there, as the paper says, but errs less than UP because Eq. 9 takes its gamma_1
+    from the data while UP takes gamma from rho1: the claim names both gammas and is judged on
+    the errors ("does not hold"), not scored as PP beating UP."""
+    for name in ("sdr", "sdr_axes"):
+        fars = [c for c in results[name].claims if "fars" in c.paper]
+        assert not any(c.paper.startswith("PP errs less than UP") or "less error than" in c.paper
+                       for c in fars)
+        partition, alike = [c for c in fars if "degenerates" in c.paper or "alike" in c.paper]
+        assert partition.holds is True and partition.measured == "1 sub-table"
+        assert "gamma_1" in alike.measured and "UP's gamma" in alike.measured
+        assert "Eq. 9" in alike.paper and alike.verdict == "does not hold"
+    (skewed,) = [c for c in results["sdr"].claims if "alike" in c.paper]
+    assert "rho1_1 = 0.00789" in skewed.measured and "rho1 = 0.0333" in skewed.measured
+
+
 def test_alphabeta_below_frapp(results) -> None:
     """alpha-beta Section 5: FRAPP errs more than alpha-beta. One publication of each answers
     304,364 queries: the averages' own sampling error is far below the gap (26 against 77)."""
