@@ -18,6 +18,7 @@ from ppdp.evaluate.publications import Publications, mean_std, publish_and_score
 from ppdp.evaluate.result import Claim, ExperimentResult
 from ppdp.evaluate.workloads import SDR_SELECTIVITIES, sdr_pool
 from ppdp.mechanisms import Anatomy, Mechanism, PerturbationPartitioning, UniformPerturbation
+from ppdp.mechanisms.sdr.partition import perturbation_partition
 from ppdp.risk.measured import perturbation_posterior
 from ppdp.table.table import Table
 
@@ -170,11 +171,14 @@ def _sdr_axes_of(config: Config, result: ExperimentResult, source: Table, datase
         row["UP_retention"] = up.guarantee(table).retention
         statistics = pp.guarantee(table).partition_statistics()
         row["PP_retention"] = statistics["row_weighted_retention"]
-        # Table 3's columns: sub-tables, their mean domain size m_i and mean gamma_i.
+        # Table 3's columns: initial groups t, sub-tables, their mean domain size m_i and
+        # mean gamma_i.
+        row["PP_initial_groups"] = initial_groups(table, rho1, 1 / level)
         row["PP_subtables"] = statistics["subtables"]
         row["PP_mean_m"] = statistics["mean_m"]
         row["PP_mean_gamma"] = statistics["mean_gamma"]
         row["UP_gamma"] = up.guarantee(table).gamma
+        row["m"] = table.schema[table.schema.sensitive[0]].size
         if level == levels[0] and table.n_rows == fixed_size:
             shown.update(truth=pool.truth, estimates=estimates,
                          keep=pool.truth >= 0.001 * table.n_rows)
@@ -227,6 +231,8 @@ def _sdr_axes_of(config: Config, result: ExperimentResult, source: Table, datase
         result.claims.append(Claim(
             f"PP incurs less error than Anatomy and UP ({dataset}; Section 6.2, {figure})",
             f"lowest in {pp_best} of {len(rows)} settings", pp_best == len(rows)))
+    if figure != SKEWED_FIGURE:
+        _table_3_claims(result, dataset, levels[0], by_size)
     first, last = by_level[0], by_level[-1]
     result.claims.append(Claim(
         f"As L decreases (weaker privacy), PP's error falls ({dataset}; {figure})",
@@ -275,3 +281,41 @@ def _span(values: Iterable[float]) -> str:
     ordered = sorted(values)
     low, high = f"{ordered[0]:.3g}", f"{ordered[-1]:.3g}"
     return low if low == high else f"{low}-{high}"
+
+
+def initial_groups(table: Table, rho1: float, rho2: float) -> int:
+    """t, the number of initial groups of PP's balancing phase on this table (Section 5.1;
+    Small Domain Randomization Table 3's first row)."""
+    (sensitive,) = table.schema.sensitive
+    counts = np.bincount(table.codes[sensitive], minlength=table.schema[sensitive].size)
+    return int(perturbation_partition(counts, rho1=rho1, rho2=rho2).groups.shape[0])
+
+
+def _table_3_claims(result: ExperimentResult, dataset: str, level: int,
+                    rows: list[dict[str, Any]]) -> None:
+    """Table 3 (OCC-|T|, rho2 = 1/6): t, the sub-tables, their mean m_i and gamma_i at each
+    |T|, as a note and two claims: t stays small and nearly constant as |T| grows (so the
+    partition's work after counting does not grow with |T|, Theorem 4), and the sub-tables'
+    domains are much smaller than T's while gamma_i stays close to T's gamma (Section 6.2)."""
+    result.notes.append(
+        f"Table 3 ({dataset}, rho2 = 1/{level}; the paper: OCC, m = 50, t = 17/18/19/20/20, "
+        f"sub-tables 15/8/10/11/12, mean m_i 15.0-20.9, mean gamma_i 2.6-2.8 against "
+        f"gamma = 2.5 for |T| = 100k..500k): " + "; ".join(
+            f"|T| = {r['n']:,}: t = {r['PP_initial_groups']}, {r['PP_subtables']} sub-tables, "
+            f"mean m_i {r['PP_mean_m']:.1f} (m = {r['m']}), mean gamma_i "
+            f"{r['PP_mean_gamma']:.2f} (UP's gamma {r['UP_gamma']:.2f})" for r in rows))
+    t = [r["PP_initial_groups"] for r in rows]
+    result.claims.append(Claim(
+        f"The number of initial groups t stays small and nearly constant as |T| grows ({dataset}; "
+        f"Table 3: 17-20 for 100k-500k rows); nearly constant = largest at most 1.5 times the "
+        f"smallest",
+        ", ".join(f"{r['n'] // 1000}k: {r['PP_initial_groups']}" for r in rows)
+        + f" (m = {rows[0]['m']})", max(t) <= 1.5 * min(t)))
+    ratio = [r["PP_mean_gamma"] / r["UP_gamma"] for r in rows]
+    result.claims.append(Claim(
+        f"PP's sub-tables have much smaller domains than T, with gamma_i close to T's gamma "
+        f"({dataset}; Section 6.2, Table 3: mean m_i 15-21 against m = 50, gamma_i 2.6-2.8 "
+        f"against 2.5); close = within 30 %",
+        f"mean m_i {_span(r['PP_mean_m'] for r in rows)} against m = {rows[0]['m']}; mean "
+        f"gamma_i / gamma {_span(ratio)}",
+        all(r["PP_mean_m"] < r["m"] for r in rows) and all(0.7 <= x <= 1.3 for x in ratio)))
