@@ -74,11 +74,14 @@ def test_a_uniform_sample_breaks_the_attack_grid_for_some_seeds() -> None:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_attack_quick_grid_publishes_on_every_seed(seed: int) -> None:
-    """Every setting of the quick attack sweep publishes on the quick sample of this seed."""
+    """The quick attack sweep publishes on the quick sample of this seed. Each sweep runs
+    from weak to strong privacy, and the strongest setting is the one a sample can fail
+    (the largest group size gamma, l, ceil(1/beta), k; the smallest rho2 and gamma): the
+    seed's sample publishes it, and seed 0's every setting."""
     table = attack_table(quick_config(seed))
     assert table.n_rows == ATTACK_QUICK_ROWS
     for sweep in default_sweeps(True):
-        for value in sweep.values:
+        for value in sweep.values if seed == 0 else sweep.values[-1:]:
             sweep.build(value).publish(table, random_state=seed)
 
 
