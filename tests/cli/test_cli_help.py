@@ -30,6 +30,14 @@ def test_evaluate_help_lists_every_experiment() -> None:
     assert "@" not in text and "see below" not in text
 
 
+def test_evaluate_help_is_read_from_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An experiment added to the registry is listed without touching the command."""
+    monkeypatch.setitem(EXPERIMENTS, "tiny_added", ("a tiny experiment", EXPERIMENTS["sdr"][1]))
+    text = ok("evaluate", "--help")
+    assert "tiny_added: a tiny experiment" in text
+    assert sum(f"{name}:" in text for name in EXPERIMENTS) == len(EXPERIMENTS) >= 11
+
+
 def test_attack_help_lists_every_attack_and_what_each_reports() -> None:
     text = ok("attack", "--help")
     for name, _, also in attack_list():

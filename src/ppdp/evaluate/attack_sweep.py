@@ -4,7 +4,8 @@ For every mechanism a parameter is swept, each setting published ``runs`` times 
 with the attacks that apply (`ppdp.attack.run_attacks`); a row per (mechanism, value, attack)
 holds the mean and standard deviation of the success over the publications, the baseline,
 the stated bound, the largest standard error an attack reports (where it reports one) and the
-seconds.
+seconds. A setting the table cannot meet (``InfeasibleError``) is skipped, and the reason
+returned beside the rows, so that a sweep never fails on its own sample.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ppdp.attack.run import run_attacks
+from ppdp.errors import InfeasibleError
 from ppdp.mechanisms import (
     FRAPP,
     AlphaBeta,
@@ -28,7 +30,7 @@ from ppdp.mechanisms import (
 )
 from ppdp.table.table import Table
 
-__all__ = ["Sweep", "attack_sweep", "default_sweeps"]
+__all__ = ["Sweep", "SweepResult", "attack_sweep", "default_sweeps"]
 
 
 @dataclass(frozen=True)
@@ -71,19 +73,36 @@ def default_sweeps(quick: bool) -> list[Sweep]:
     ]
 
 
+@dataclass
+class SweepResult:
+    """The rows of a sweep, and the settings skipped because the table cannot meet them."""
+
+    rows: list[dict[str, Any]]
+    skipped: list[str]
+    """One line per skipped setting: the mechanism, the value and why."""
+
+
 def attack_sweep(table: Table, sweeps: Sequence[Sweep], *, runs: int,
                  rng: np.random.Generator, step: Callable[[str], None] = lambda _: None
-                 ) -> list[dict[str, Any]]:
+                 ) -> SweepResult:
     """Publish every setting ``runs`` times, attack each release; one row per (mechanism,
-    value, attack result)."""
-    rows = []
+    value, attack result). A setting the table cannot meet is skipped and said why."""
+    rows: list[dict[str, Any]] = []
+    skipped: list[str] = []
     for sweep in sweeps:
         for value in sweep.values:
             step(f"attack: {sweep.mechanism}, {sweep.parameter} = {value:.3g}")
             mechanism = sweep.build(value)
             collected: dict[str, list[Any]] = {}
             for _ in range(runs):
-                release = mechanism.publish(table, random_state=rng)
+                try:
+                    release = mechanism.publish(table, random_state=rng)
+                except InfeasibleError as exc:
+                    # The whole setting goes: its other publications would be averaged alone.
+                    skipped.append(f"{sweep.mechanism} {sweep.parameter} = {value:.3g} "
+                                   f"skipped: {exc}")
+                    collected = {}
+                    break
                 report = run_attacks(release, table, attacks=sweep.attacks, random_state=rng)
                 for result in report.results:
                     collected.setdefault(result.attack, []).append(result)
@@ -101,7 +120,7 @@ def attack_sweep(table: Table, sweeps: Sequence[Sweep], *, runs: int,
                     else float("nan"),
                     "seconds": float(np.median([r.seconds for r in results])),
                     "publications": runs, **_extra(results)})
-    return rows
+    return SweepResult(rows, skipped)
 
 
 def _extra(results: Sequence[Any]) -> dict[str, float]:

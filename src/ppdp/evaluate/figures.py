@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["bars", "png", "scatter"]
+__all__ = ["bars", "lines", "png", "scatter"]
 
 
 def png(figure: Any) -> bytes:
@@ -67,4 +67,25 @@ def scatter(truth: np.ndarray, estimates: dict[str, np.ndarray], *, title: str) 
         axis.set_xlabel("act")
     axes[0][0].set_ylabel("est")
     figure.suptitle(title, fontsize=9)
+    return png(figure)
+
+
+def lines(series: Mapping[str, tuple[Sequence[float], Sequence[float], str]], *, xlabel: str,
+          ylabel: str, title: str, log: bool = False) -> bytes:
+    """Curves, one a label with (x, y, matplotlib format: "-" a line, "--" dashed, "o"
+    points, "-o" both, led by a colour such as "C1")."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6.0, 3.6))
+    for label, (x, y, style) in series.items():
+        axes.plot(x, y, style, label=label, markersize=4, linewidth=1.2)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.set_title(title)
+    if log:
+        axes.set_yscale("log")
+    axes.legend(fontsize=7)
     return png(figure)

@@ -22,6 +22,7 @@ mechanisms, rather than skipped silently.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -79,6 +80,8 @@ class ComparisonRow:
     """The largest association c/|G| of a sensitive value in a group or class (Theorem 5.2)."""
     group_size_mean: float = float("nan")
     """The mean size of a group or class (Section 8.3 explains errors by it)."""
+    publish_s: float = float("nan")
+    """The median seconds of one publication (Section 8.2, Figures 6-7: run time)."""
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -167,13 +170,16 @@ def compare_with_generalization(
             presence: list[float] = []
             association: list[float] = []
             sizes: list[float] = []
+            seconds: list[float] = []
             note = ""
             for _ in range(publications):
+                start = time.perf_counter()
                 try:
                     release = mechanism.publish(table, random_state=rng)
                 except InfeasibleError as exc:
                     note = f"infeasible: {exc}"
                     break
+                seconds.append(time.perf_counter() - start)
                 if isinstance(release, AmbiguityRelease | MondrianRelease):
                     presence.append(float(release.presence().max()))
                     association.append(float(release.association().max()))
@@ -192,6 +198,7 @@ def compare_with_generalization(
                     presence_max=max(presence) if presence else float("nan"),
                     association_max=max(association) if association else float("nan"),
                     group_size_mean=float(np.mean(sizes)) if sizes else float("nan"),
+                    publish_s=float(np.median(seconds)) if seconds else float("nan"),
                     note=note))
     return rows
 

@@ -19,7 +19,7 @@ import ppdp
 from ppdp import Estimate, GroupedEstimate, InfeasibleError, QueryError, SchemaError
 from ppdp.data.schema import Column, Role, Schema
 from ppdp.mechanisms import Ambiguity, AmbiguityRelease
-from ppdp.mechanisms.presence import association_group_size
+from ppdp.mechanisms.presence import association_group_size, presence_probability
 from ppdp.table.table import Table, table_from_arrow
 
 # -- Figure 1 (a): the microdata of 8 people ----------------------------------------------------
@@ -115,6 +115,23 @@ def test_figure_2_combinatorial_derivations_match_the_closed_forms() -> None:
         alice_leukemia / alice, rel=1e-12)
     assert association[st_line(release, 0, "diabetes")] == pytest.approx(
         alan_diabetes / alan, rel=1e-12)
+
+
+def test_section_7_presence_example_is_two_quarters_not_one_quarter() -> None:
+    """Erratum, Section 7 after Figure 4: the group of tuples 1 and 2 covers 2 Age buckets, 1
+    Gender, 2 Zipcode and 2 Disease buckets (diabetes and flu), so its presence n / prod m_i is
+    2/(2*1*2) = 1/2 (Theorem 5.1: |G| / prod |G_ATi| = 2/4), not the printed 1/(2*1*2) = 1/4,
+    which counts 1 Disease bucket. The paper's counting argument agrees: of the C(4, 2) ways to
+    pick the group's 2 rows from its 4 joined tuples, C(3, 1) hold Alan's."""
+    group = [0, 1]
+    rows = {"Age": AGE, "Gender": GENDER, "Zipcode": ZIPCODE, "Disease": DISEASE}
+    buckets = {name: len({values[i] for i in group}) for name, values in rows.items()}
+    assert buckets == {"Age": 2, "Gender": 1, "Zipcode": 2, "Disease": 2}
+    quasi = [buckets[name] for name in QUASI]
+    presence = float(presence_probability(np.array(len(group)), np.array(quasi)))
+    assert presence == buckets["Disease"] / math.prod(quasi) == 2 / 4
+    assert presence == math.comb(3, 1) / math.comb(4, 2)
+    assert presence != 1 / (2 * 1 * 2)
 
 
 def test_figure_2_count_estimates() -> None:

@@ -12,24 +12,34 @@ from ppdp.evaluate.attack_sweep import attack_sweep, default_sweeps
 from ppdp.evaluate.experiments.config import Config
 from ppdp.evaluate.figures import png
 from ppdp.evaluate.result import Claim, ExperimentResult
+from ppdp.evaluate.sampling import proportional_sample
+from ppdp.table.table import Table
 
-__all__ = ["ATTACK_QUICK_ROWS", "attack"]
+__all__ = ["ATTACK_QUICK_ROWS", "attack", "attack_table"]
 
 ATTACK_QUICK_ROWS = 2000
 """Rows of Adult drawn for the quick attack sweep."""
+
+
+def attack_table(config: Config) -> Table:
+    """Adult with sensitive occupation; for ``quick``, `ATTACK_QUICK_ROWS` of its rows drawn
+    with proportional quotas per occupation (`proportional_sample`), so that every group size
+    of the sweeps that Adult allows (gamma and l up to 7) stays feasible on the sample."""
+    table = datasets.adult(observed_domains=True, sensitive="occupation")
+    if config.quick:
+        table = proportional_sample(table, ATTACK_QUICK_ROWS, "occupation", config.rng)
+    return table
 
 
 def attack(config: Config) -> ExperimentResult:
     """Attack success against each mechanism's privacy parameter on Adult (`ppdp.attack`),
     against the bound each paper proves (SPLU-Gen Theorem 4, Small Domain Randomization
     Theorem 1 and Corollary 1, alpha-beta Theorem 4.3, k-anonymity, Kifer 2009)."""
-    table = datasets.adult(observed_domains=True, sensitive="occupation")
-    if config.quick:
-        table = table.take(np.sort(config.rng.choice(table.n_rows, ATTACK_QUICK_ROWS,
-                                                     replace=False)))
+    table = attack_table(config)
     runs = config.publications(1, 3)
     sweeps = default_sweeps(config.quick)
-    rows = attack_sweep(table, sweeps, runs=runs, rng=config.rng, step=config.step)
+    sweep = attack_sweep(table, sweeps, runs=runs, rng=config.rng, step=config.step)
+    rows = sweep.rows
     result = ExperimentResult(
         "attack", "Attack success against each mechanism's privacy parameter (ppdp attack)",
         {"dataset": f"Adult ({table.n_rows:,} rows), sensitive occupation",
@@ -37,7 +47,8 @@ def attack(config: Config) -> ExperimentResult:
                              + ", ".join(f"{v:.3g}" for v in s.values) for s in sweeps),
          "fixed": "uniform/sdr rho1 = 1/13; ambiguity alpha = 0.1; Mondrian l = 2 (distinct); "
                   "alpha-beta/FRAPP k = 10",
-         "publications": runs}, rows=rows)
+         "publications": runs, "skipped": len(sweep.skipped)}, rows=rows)
+    result.notes += sweep.skipped
     result.figures.append(("attack_success", _attack_figure(rows)))
     _attack_claims(result, rows)
     repeated = [r for r in rows if r["attack"] == "repeated" and r["mechanism"] == "alphabeta"]

@@ -15,6 +15,7 @@ from ppdp.evaluate.experiments.sdr import sdr, sdr_axes
 from ppdp.evaluate.experiments.size import size
 from ppdp.evaluate.experiments.splu import splu, splu_gamma, splu_two
 from ppdp.evaluate.experiments.splu_axes import splu_age, splu_size
+from ppdp.evaluate.experiments.splu_bounds import splu_bounds
 from ppdp.evaluate.experiments.tables import default_data
 from ppdp.evaluate.result import ExperimentResult
 from ppdp.randomness import RandomState, make_rng
@@ -29,6 +30,8 @@ EXPERIMENTS: dict[str, tuple[str, Experiment]] = {
                  "about 8 %", splu_age),
     "splu_size": ("SPLU-Gen Figure 9: large-count error by band against N for SPLU-Gen, "
                   "Anatomy and DBR", splu_size),
+    "splu_bounds": ("SPLU-Gen Figures 4-5: T_E against T_f (Lemma 1) and the small-sum "
+                    "sawtooth (Lemma 2), computed and measured", splu_bounds),
     "sdr": ("Small domain randomization Section 6: PP against UP", sdr),
     "sdr_axes": ("Small domain randomization Figures 2-5, Tables 2 and 3: error against L "
                  "and |T| on balanced and skewed data, estimates against truth, retention, "

@@ -18,15 +18,22 @@ from ppdp.evaluate.workloads import range_pool, splu_pools
 from ppdp.mechanisms import Ambiguity, Mechanism, Mondrian, SPLUGen
 from ppdp.mechanisms.presence import association_group_size
 
-__all__ = ["size"]
+__all__ = ["FULL_SIZES", "QUICK_SIZES", "SIZE_SETTINGS", "size"]
+
+SIZE_SETTINGS = (("adult", "occupation", 1 / 5), ("fars", "iage", 0.1))
+"""(dataset, sensitive column, ambiguity's beta; Mondrian's l = k = ceil(1/beta))."""
+
+QUICK_SIZES = (10_000, 20_000)
+FULL_SIZES = (100_000, 200_000, 300_000, 400_000, 500_000)
+"""The numbers of rows resampled (with replacement), quick and full."""
 
 
 def size(config: Config) -> ExperimentResult:
     """Each mechanism's error and median publishing time at each number of rows (SPLU-Gen
     Lemma 1; ambiguity Section 8.3)."""
-    sizes = (10_000, 20_000) if config.quick else (100_000, 200_000, 300_000, 400_000, 500_000)
+    sizes = QUICK_SIZES if config.quick else FULL_SIZES
     runs = config.publications(2, 3)
-    settings = [("adult", "occupation", 1 / 5), ("fars", "iage", 0.1)]
+    settings = SIZE_SETTINGS
     result = ExperimentResult(
         "size", "Error and publishing time against the number of rows (seeded resamples)",
         {"sizes": str(sizes), "SPLU-Gen": "gamma = 5, large-count pool (0.5-5 %)",

@@ -1,6 +1,8 @@
 """A DBR release: counts estimated by the published counts (the MLE under DBR's own model,
 SPLU-Gen Section 6.2.3); for conditions that involve other attributes this estimate is biased
-towards independence, so no standard error is reported."""
+towards independence, so no standard error is reported. A condition on quasi-identifiers only
+is answered exactly (they are published unchanged), with standard error 0 as in every release
+that publishes them unchanged."""
 
 from __future__ import annotations
 
@@ -28,5 +30,12 @@ class DbrRelease(RowsRelease):
 
     def _estimate(self, queries: Sequence[BoundQuery]
                   ) -> list[tuple[np.ndarray, np.ndarray | None]]:
-        return [(np.asarray(count_histogram(self._cube, q.predicate, q.group_by), dtype=float),
-                 None) for q in queries]
+        sensitive = frozenset(self.schema.sensitive)
+        answers: list[tuple[np.ndarray, np.ndarray | None]] = []
+        for query in queries:
+            counts = np.asarray(count_histogram(self._cube, query.predicate, query.group_by),
+                                dtype=float)
+            # Only the sensitive values are redrawn: a count on the others is exact.
+            exact = not query.columns & sensitive
+            answers.append((counts, np.zeros(counts.shape) if exact else None))
+        return answers
