@@ -41,7 +41,7 @@ from ppdp.release.target import check_target
 from ppdp.release.write import commit_release, write_metadata, write_row_counts
 from ppdp.table.source import DEFAULT_BATCH_ROWS, Batch, Source
 from ppdp.table.table import Table
-from ppdp.workers import map_ordered, threads_for
+from ppdp.workers import in_chunks, map_ordered, threads_for
 
 if TYPE_CHECKING:
     from ppdp.mechanisms.base import Progress
@@ -150,7 +150,8 @@ def _exchange(source: Source, schema: Schema, label: Labels, spills: Sequence[Pa
         writers = [stack.enter_context(pa.ipc.new_file(str(path), arrow_schema))
                    for path in spills]
         for start, codes in source.batches(batch_rows, schema.names):
-            blocks = label(start, codes)
+            # Each row's block, the batch's chunks labelled on the workers.
+            blocks = np.concatenate(in_chunks(label, start, codes))
             order = np.argsort(blocks, kind="stable")
             ends = np.cumsum(np.bincount(blocks, minlength=len(spills)))
             moved = [codes[name][order] for name in schema.names]
