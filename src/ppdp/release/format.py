@@ -7,8 +7,9 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from ppdp.workers import run_all
 
 FORMAT_NAME = "ppdp-release"
 
@@ -74,12 +75,6 @@ def file_digest(path: str | os.PathLike[str]) -> str:
 
 
 def file_digests(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
-    """SHA-256 of several files, as hex, hashed on a few threads at once.
-
-    hashlib releases the GIL while it hashes, so the parts of a large release are hashed on
-    several cores; a single file is hashed by one thread."""
-    workers = min(len(paths), os.cpu_count() or 1, 4)
-    if workers <= 1:
-        return [file_digest(path) for path in paths]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(file_digest, paths))
+    """SHA-256 of several files, as hex, a file a worker (`ppdp.workers`): hashlib releases
+    the GIL while it hashes, so the parts of a large release are hashed on every core."""
+    return run_all(file_digest, list(paths))
