@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 
 from ppdp.cli import app
 from ppdp.errors import SettingError
+from ppdp.table.source import read_ahead
 from ppdp.workers import (
     CHUNK_ROWS,
     MAX_CHUNK_ROWS,
@@ -155,3 +157,17 @@ def test_the_command_line_takes_workers(tmp_path: Path, monkeypatch: pytest.Monk
     refused = runner.invoke(app, ["count", "adult", "age > 30"])
     assert refused.exit_code == 2 and "PPDP_WORKERS must be a positive integer" in \
         " ".join(refused.output.split())
+
+
+def test_the_chosen_count_holds_on_every_thread_the_work_reaches() -> None:
+    """`using_workers` holds on the workers and on the thread that reads ahead (a generator
+    run there asks for the workers too)."""
+
+    def counts() -> Iterator[int]:
+        for _ in range(3):
+            yield worker_count()
+
+    with using_workers(3):
+        assert list(read_ahead(counts())) == [3, 3, 3]
+        assert list(map_ordered(lambda _: worker_count(), range(4))) == [3, 3, 3, 3]
+        assert run_all(lambda _: list(read_ahead(counts())), [0, 1]) == [[3, 3, 3]] * 2

@@ -17,6 +17,7 @@ never nest, so N workers never become N^2 threads.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import os
 import threading
@@ -90,10 +91,15 @@ def in_worker() -> bool:
 
 
 def _as_worker(work: Callable[[T], U]) -> Callable[[T], U]:
+    """``work`` as a worker runs it: marked as a worker's, in the context of the thread that
+    handed it out (so that `using_workers` holds on the workers too)."""
+    context = contextvars.copy_context()
+
     def run(item: T) -> U:
         _inside.active = True
         try:
-            return work(item)
+            # A copy a call: one context cannot be entered by two threads at once.
+            return context.copy().run(work, item)
         finally:
             _inside.active = False
     return run

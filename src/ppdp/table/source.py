@@ -9,6 +9,7 @@ keyed draws of `ppdp.keyed` give the same release from either source.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from enum import Enum, auto
@@ -43,13 +44,16 @@ def read_ahead(items: Iterable[T]) -> Iterator[T]:
     on the other core while the caller works on this one. Errors are raised where the item
     would have been."""
     iterator = iter(items)
+    # The items are produced in this thread's context (the number of workers chosen for it,
+    # `ppdp.workers.using_workers`); one item at a time, so the context is never entered twice.
+    context = contextvars.copy_context()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ppdp-read") as pool:
-        pending = pool.submit(next, iterator, _END)
+        pending = pool.submit(context.run, next, iterator, _END)
         while True:
             item = pending.result()
             if item is _END:
                 return
-            pending = pool.submit(next, iterator, _END)
+            pending = pool.submit(context.run, next, iterator, _END)
             yield item
 
 
