@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from ppdp.cli import app
 from ppdp.evaluate import EXPERIMENTS, ExperimentResult, run_experiment, write_report
+from ppdp.evaluate.experiments.ambiguity import TIMED_SECONDS
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +136,9 @@ def test_sdr_table_3_and_ambiguity_run_time(results) -> None:
     assert all(r["publish_s"] > 0 for r in density.rows if r["mechanism"] == "ambiguity")
     assert "density_runtime" in [name for name, _ in density.figures]
     (runtime,) = [c for c in density.claims if "Figure 7" in c.paper]
-    assert isinstance(runtime.holds, bool)
+    times = [r["publish_s"] for r in density.rows if r["mechanism"] == "ambiguity"]
+    # Times of under a second (the quick run's) are too short to compare: no verdict.
+    assert (runtime.holds is None) == (min(times[0], times[-1]) < TIMED_SECONDS)
 
 
 def test_alphabeta_below_frapp(results) -> None:
