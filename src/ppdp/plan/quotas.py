@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.special import betaincinv
 
 from ppdp.plan.keyed import KeyedStream
 from ppdp.plan.rows import Pass, Taken
@@ -140,6 +139,10 @@ class QuotaAssignment:
         """Whether each bin is to be collected in the first pass: it holds the central
         1 - 2 * `_MISSED` of some threshold's distribution (see the class); none when those
         bins hold more than `_PREDICTED_ROWS` rows in all."""
+        # Deferred: SciPy takes 0.3 s to import, which a command that counts from a release
+        # (and imports this module with the release's) would pay for nothing.
+        from scipy.special import betaincinv
+
         labels, m = self.counts.shape
         totals = self.counts.sum(axis=0)
         starts = np.cumsum(self.counts, axis=0)[:-1].T  # (m, labels - 1)
