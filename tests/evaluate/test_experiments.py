@@ -275,7 +275,9 @@ def test_density_axis(results) -> None:
         assert pools == {r["pool"] for r in rows if r["d"] == d and r["mechanism"] == "mondrian"}
     assert all(r["group_size_mean"] >= 5 and r["association_max"] <= 0.2 + 1e-12
                for r in rows if r["mechanism"] in ("ambiguity", "mondrian"))
-    assert all(isinstance(c.holds, bool) for c in results["density"].claims)
+    # The run-time claim (Figure 7) draws no verdict from sub-second times: see below.
+    assert all(isinstance(c.holds, bool) for c in results["density"].claims
+               if "Figure 7" not in c.paper)
 
 
 def test_attack_sweep(results) -> None:
