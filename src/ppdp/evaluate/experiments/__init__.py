@@ -11,8 +11,9 @@ and for a first look); the full run follows the papers' sizes where the data all
 
 One module per paper: `splu` (SPLU-Gen Section 6) and `splu_bounds` (its Figures 4-5, the
 guarantees of Section 4), `sdr` (Small Domain Randomization Section 6), `alphabeta` (alpha-beta
-Section 5), `ambiguity` (ambiguity Sections 6 and 8), `attack` (the attack sweep), and `size`
-(error and time against the number of rows, across papers); `registry` names them all.
+Section 5), `ambiguity` (ambiguity Sections 6 and 8) and `ambiguity_time` (its Figure 6),
+`attack` (the attack sweep), and `size` (error and time against the number of rows, across
+papers); `registry` names them all.
 """
 
 from ppdp.evaluate.demo import splu_result

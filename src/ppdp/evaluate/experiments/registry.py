@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ppdp.evaluate.experiments.alphabeta import alphabeta
 from ppdp.evaluate.experiments.ambiguity import ambiguity, density
+from ppdp.evaluate.experiments.ambiguity_time import ambiguity_time
 from ppdp.evaluate.experiments.attack import attack
 from ppdp.evaluate.experiments.config import Config, Experiment
 from ppdp.evaluate.experiments.sdr import sdr, sdr_axes
@@ -42,6 +43,8 @@ EXPERIMENTS: dict[str, tuple[str, Experiment]] = {
     "ambiguity": ("ambiguity Section 8.3: ambiguity against Mondrian", ambiguity),
     "density": ("ambiguity Figure 10: ambiguity against Mondrian by density of the sensitive "
                 "values", density),
+    "ambiguity_time": ("ambiguity Figure 6: ambiguity's run time against alpha and beta "
+                       "(Adult resampled to 1.5M rows)", ambiguity_time),
     "attack": ("Attack success against each mechanism's privacy parameter on Adult "
                "(ppdp attack)", attack),
 }
