@@ -47,13 +47,17 @@ def read_ahead(items: Iterable[T]) -> Iterator[T]:
     # The items are produced in this thread's context (the number of workers chosen for it,
     # `ppdp.workers.using_workers`); one item at a time, so the context is never entered twice.
     context = contextvars.copy_context()
+
+    def produce() -> T | _End:
+        return context.run(next, iterator, _END)
+
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ppdp-read") as pool:
-        pending = pool.submit(context.run, next, iterator, _END)
+        pending = pool.submit(produce)
         while True:
             item = pending.result()
             if item is _END:
                 return
-            pending = pool.submit(context.run, next, iterator, _END)
+            pending = pool.submit(produce)
             yield item
 
 
