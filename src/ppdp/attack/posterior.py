@@ -32,6 +32,7 @@ import numpy as np
 from ppdp.attack.report import AttackResult
 from ppdp.attack.targets import Targets, joint_keys
 from ppdp.mechanisms.base import get_mechanism
+from ppdp.query.codes import sorted_distinct
 from ppdp.risk.measured import perturbation_posterior, subtable_counts
 
 NAME = "posterior"
@@ -140,7 +141,7 @@ def _individual_posteriors(release: object, counts: np.ndarray, source_keys: np.
     by_table = np.bincount(where * k + subtable, weights=inverse_normaliser,
                            minlength=len(wanted) * k).reshape(len(wanted), k)
     cells = (where * k + subtable) * n_values + published
-    by_value_keys = np.unique(cells)
+    by_value_keys = sorted_distinct(cells)
     sums = np.bincount(np.searchsorted(by_value_keys, cells), weights=inverse_normaliser,
                        minlength=len(by_value_keys))
     rows_per_combination = np.bincount(where, minlength=len(wanted))

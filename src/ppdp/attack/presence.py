@@ -36,6 +36,7 @@ from scipy.stats import binom
 from ppdp.attack.report import AttackResult
 from ppdp.attack.targets import Targets
 from ppdp.mechanisms.alphabeta.domain import TupleDomain
+from ppdp.query.codes import sorted_distinct
 
 NAME = "presence"
 REPEATED = "repeated"
@@ -98,7 +99,7 @@ def run(targets: Targets) -> list[AttackResult]:
     table_keys = domain.keys(targets.codes)
     view_keys = domain.keys(release.codes)
     earlier = getattr(release, "earlier", None)
-    earlier_keys = (np.unique(domain.keys(earlier)) if earlier and len(
+    earlier_keys = (sorted_distinct(domain.keys(earlier)) if earlier and len(
         next(iter(earlier.values()))) else np.zeros(0, dtype=np.int64))
     tuples, multiplicity = np.unique(table_keys, return_counts=True)
     shown, copies = np.unique(view_keys, return_counts=True)

@@ -1,5 +1,5 @@
-"""Packing several columns' codes into few int64 keys (mixed radix), and adding up
-counts of distinct rows (Polars) within a size limit."""
+"""Packing several columns' codes into few int64 keys (mixed radix), the distinct values of
+integer arrays, and adding up counts of distinct rows (Polars) within a size limit."""
 
 from __future__ import annotations
 
@@ -23,6 +23,20 @@ def _radix_groups(sizes: Sequence[int]) -> list[list[int]]:
         groups[-1].append(index)
         product *= max(size, 1)
     return groups
+
+
+def sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values of an integer array, sorted: what ``np.unique(values)`` gives, by a
+    sort. numpy's ``unique`` (2.3 on) finds them by hashing, which took 1.1 s for 1.2 * 10^6
+    distinct int64 where a sort takes 0.02 s (ambiguity's release checks, loading a blocked
+    release, spent 4.4 s there)."""
+    ordered = np.sort(np.asarray(values).reshape(-1))
+    if ordered.size < 2:
+        return ordered
+    keep = np.empty(ordered.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
 
 
 def pack_codes(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> list[np.ndarray]:

@@ -30,6 +30,7 @@ from ppdp.engines.spark.session import SparkFailedError, failure_message, spark_
 from ppdp.mechanisms.ambiguity.release import FREQUENCY_COLUMN, AmbiguityRelease
 from ppdp.plan.blocks import GROUP_COLUMN
 from ppdp.query.binding import BoundQuery
+from ppdp.query.codes import sorted_distinct
 from ppdp.query.encoding import encode_values
 from ppdp.release.base import Release
 
@@ -119,7 +120,7 @@ class _GroupFactors:
                                  f"groups")
             if frequency is None:
                 group = np.repeat(np.arange(batch.num_rows, dtype=np.int64), lengths)
-                if len(np.unique(group * self.sizes[name] + codes)) != len(codes):
+                if len(sorted_distinct(group * self.sizes[name] + codes)) != len(codes):
                     raise ValueError(f"{where[table]} repeats a (value, GroupID) pair")
             elif frequency.null_count or (len(frequency) and pc.min(frequency).as_py() <= 0):
                 raise ValueError(f"ST frequencies must be positive and add up to {n_rows} rows")

@@ -17,6 +17,7 @@ from ppdp.mechanisms.alphabeta.release import AlphaBetaRelease, even_parts
 from ppdp.mechanisms.alphabeta.views import ViewSequence, reported, silent
 from ppdp.mechanisms.base import Progress
 from ppdp.plan.order import in_release_order, part_count, part_of, split_parts
+from ppdp.query.codes import sorted_distinct
 from ppdp.randomness import RandomState
 from ppdp.release.arrow import rows_to_arrow
 from ppdp.release.format import part_names
@@ -109,7 +110,7 @@ def write_view(views: ViewSequence, directory: str | os.PathLike[str], *,
             keys = in_release_order({"key": keys}, ranks, ids)["key"]
             digests[name] = write_parquet(staging / name,
                                           rows_to_arrow(schema, domain.codes(keys, schema)))
-            published.append(np.unique(keys))
+            published.append(sorted_distinct(keys))
             report("write", index + 1, len(names))
         spill.remove()
         files: dict[str, str | list[str]] = {"view": names[0] if len(names) == 1 else names}

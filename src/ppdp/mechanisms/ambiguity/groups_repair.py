@@ -13,6 +13,7 @@ from ppdp.errors import InfeasibleError
 from ppdp.mechanisms.ambiguity.groups_arrays import CHECK_CELLS, segments
 from ppdp.mechanisms.ambiguity.groups_build import GroupBuilder
 from ppdp.mechanisms.presence import presence_probability
+from ppdp.query.codes import sorted_distinct
 
 _REPAIR_WINDOW = 1024
 """Candidate rows examined per move of the repair."""
@@ -180,7 +181,7 @@ class Repair:
         picks = [b.pool[b.bucket_start[v] + b.rng.integers(0, b.counts[v], min(share,
                                                                                 b.counts[v]))]
                  for v in held]
-        rows = np.unique(np.concatenate(picks))
+        rows = sorted_distinct(np.concatenate(picks))
         rows = rows[self._original(rows)]
         if not len(rows):
             return False

@@ -24,6 +24,7 @@ from ppdp.mechanisms.parameters import require_integer, require_unit_interval
 from ppdp.mechanisms.presence import presence_probability
 from ppdp.plan.blocks import GROUP_COLUMN
 from ppdp.query.binding import BoundQuery
+from ppdp.query.codes import sorted_distinct
 from ppdp.release.arrow import rows_from_arrow, rows_to_arrow
 from ppdp.release.base import Release
 
@@ -147,7 +148,7 @@ class AmbiguityRelease(Release):
             codes = rows_from_arrow(schema.select([q]), table.select([q]), table.num_rows)[q]
             groups = table.column(GROUP_COLUMN).to_numpy()
             _check_groups(groups, n_groups, f"AT_{index} ({q})")
-            if len(np.unique(groups.astype(np.int64) * schema[q].size + codes)) != len(codes):
+            if len(sorted_distinct(groups.astype(np.int64) * schema[q].size + codes)) != len(codes):
                 raise ValueError(f"AT_{index} ({q}) repeats a (value, GroupID) pair")
             auxiliary[q] = (groups, codes)
         st_table = tables["st"]
@@ -164,5 +165,5 @@ class AmbiguityRelease(Release):
 def _check_groups(groups: np.ndarray, n_groups: int, where: str) -> None:
     if len(groups) and (groups.min() < 0 or groups.max() >= n_groups):
         raise ValueError(f"{where} has group ids outside 0..{n_groups - 1}")
-    if len(np.unique(groups)) != n_groups:
+    if len(sorted_distinct(groups)) != n_groups:
         raise ValueError(f"{where} does not list every one of the {n_groups} groups")

@@ -16,6 +16,7 @@ import numpy as np
 from ppdp.data.hierarchy import BoundHierarchy
 from ppdp.data.schema import Column
 from ppdp.mechanisms.mondrian.partition import _Partition
+from ppdp.query.codes import sorted_distinct
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -100,7 +101,7 @@ class Covers:
                      ) -> np.ndarray:
         """Each class's key; ``codes`` are the rows' codes of this attribute (at
         ``position`` among the quasi-identifiers), in the partition's row order."""
-        pairs = (np.unique(partition.classes.astype(np.int64) * self.column.size + codes)
+        pairs = (sorted_distinct(partition.classes.astype(np.int64) * self.column.size + codes)
                  if self.by_values else None)
         return self.add(partition.low[position], partition.high[position], pairs)
 

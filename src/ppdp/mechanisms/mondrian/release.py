@@ -20,6 +20,7 @@ from ppdp.mechanisms.parameters import require_unit_interval
 from ppdp.mechanisms.presence import presence_probability
 from ppdp.plan.order import split_parts
 from ppdp.query.binding import BoundQuery
+from ppdp.query.codes import sorted_distinct
 from ppdp.release.arrow import rows_from_arrow
 from ppdp.release.base import Release
 
@@ -82,7 +83,7 @@ class MondrianRelease(Release):
         if not n_classes:
             return 0
         size = self.schema[self.sensitive].size
-        pairs = np.unique(key * size + self.sensitive_codes)
+        pairs = sorted_distinct(key * size + self.sensitive_codes)
         return int(np.bincount(pairs // size, minlength=n_classes).min())
 
     def ncp(self) -> float:
