@@ -1,7 +1,7 @@
 """The evaluation's figures as PNG bytes, for reports that embed them.
 
-matplotlib is imported inside each function: it is slow to import, and only a run that draws
-a figure should pay for it.
+matplotlib is imported when a figure is drawn (`_pyplot`): it is slow to import, and only a
+run that draws a figure should pay for it.
 """
 
 from __future__ import annotations
@@ -25,15 +25,30 @@ def png(figure: Any) -> bytes:
     return buffer.getvalue()
 
 
-def bars(groups: Sequence[str], series: Mapping[str, tuple[Sequence[float], Sequence[float]]],
-         *, ylabel: str, title: str, log: bool = False) -> bytes:
-    """Grouped bars, one series a label with (heights, error-bar half-widths): one standard
-    deviation or an interval's half-width, as the caller says in the title or label."""
+def _pyplot() -> Any:
+    """matplotlib's pyplot, drawing off screen (the Agg backend)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _finish(axes: Any, *, ylabel: str, title: str, log: bool, legend_size: int) -> None:
+    """Label the y axis, title the axes, scale y by logarithm if asked, add the legend."""
+    axes.set_ylabel(ylabel)
+    axes.set_title(title)
+    if log:
+        axes.set_yscale("log")
+    axes.legend(fontsize=legend_size)
+
+
+def bars(groups: Sequence[str], series: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+         *, ylabel: str, title: str, log: bool = False) -> bytes:
+    """Grouped bars, one series a label with (heights, error-bar half-widths): one standard
+    deviation or an interval's half-width, as the caller says in the title or label."""
+    plt = _pyplot()
     figure, axes = plt.subplots(figsize=(max(6.0, 0.9 * len(groups) * len(series) / 2), 3.6))
     width = 0.8 / max(len(series), 1)
     positions = np.arange(len(groups))
@@ -42,21 +57,13 @@ def bars(groups: Sequence[str], series: Mapping[str, tuple[Sequence[float], Sequ
                  label=label, capsize=2)
     axes.set_xticks(positions + width * (len(series) - 1) / 2, groups, rotation=20,
                     ha="right")
-    axes.set_ylabel(ylabel)
-    axes.set_title(title)
-    if log:
-        axes.set_yscale("log")
-    axes.legend(fontsize=8)
+    _finish(axes, ylabel=ylabel, title=title, log=log, legend_size=8)
     return png(figure)
 
 
 def scatter(truth: np.ndarray, estimates: dict[str, np.ndarray], *, title: str) -> bytes:
     """One panel per mechanism: estimate against true count, with the diagonal."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     figure, axes = plt.subplots(1, len(estimates), figsize=(3.2 * len(estimates), 3.2),
                                 sharex=True, sharey=True, squeeze=False)
     top = float(max(truth.max(initial=1), *(e.max(initial=1) for e in estimates.values())))
@@ -74,18 +81,10 @@ def lines(series: Mapping[str, tuple[Sequence[float], Sequence[float], str]], *,
           ylabel: str, title: str, log: bool = False) -> bytes:
     """Curves, one a label with (x, y, matplotlib format: "-" a line, "--" dashed, "o"
     points, "-o" both, led by a colour such as "C1")."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     figure, axes = plt.subplots(figsize=(6.0, 3.6))
     for label, (x, y, style) in series.items():
         axes.plot(x, y, style, label=label, markersize=4, linewidth=1.2)
     axes.set_xlabel(xlabel)
-    axes.set_ylabel(ylabel)
-    axes.set_title(title)
-    if log:
-        axes.set_yscale("log")
-    axes.legend(fontsize=7)
+    _finish(axes, ylabel=ylabel, title=title, log=log, legend_size=7)
     return png(figure)
