@@ -112,8 +112,8 @@ def publish_blocks(mechanism: GroupMechanism, source: Source,
         files: dict[str, str | list[str]] = {}
         digests: dict[str, str] = {}
         for stem in written[0]:
-            names_ = [block[stem][0] for block in written]
-            files[stem] = names_[0] if len(names_) == 1 else names_
+            parts = [block[stem][0] for block in written]
+            files[stem] = parts[0] if len(parts) == 1 else parts
             digests.update(block[stem] for block in written)
         write_row_counts(staging, counter.table(), files, digests)
         write_metadata(staging, described[0], parameters, n_rows, described[1], files,
