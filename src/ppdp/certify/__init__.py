@@ -1,9 +1,14 @@
-"""Certificates of releases: what was published, guaranteed and measured, signed.
+"""Certificates of releases: what was guaranteed and measured, signed, and verified by anyone.
 
-Modules: `build` (`certify` gathers a release's guarantee, measured privacy, attacks and
-accuracy and signs them; `write_certificate` writes certificate.json, certificate.html and
-its PDF), `commitment` (the keyed commitment to the source data). The page comes from
-`_html` and its template, the PDF from `_pdf` (a headless Chromium).
+`build`: `certify` gathers a release's guarantee, measured privacy, attacks and accuracy by
+count band and signs them (`ppdp.release.certificate`); `write_certificate` writes
+certificate.json, certificate.html (`_html` and its template) and, with a browser, its PDF
+(`_pdf`). `commitment`: the keyed commitment to the source data.
+
+`verify` checks a release against its signed certificate (`ppdp.release.certificate`) with the
+signer's public key (`ppdp.release.keys`): the signature, every file's digest, the release's
+description and guarantee, and that it loads; given the source and the commitment key, also the
+commitment to the data it was published from.
 """
 
 from ppdp.certify.build import certify, write_certificate
