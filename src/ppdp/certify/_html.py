@@ -5,6 +5,7 @@ loads nothing)."""
 from __future__ import annotations
 
 import math
+from datetime import datetime
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,6 +53,7 @@ def render_html(document: Mapping[str, Any]) -> str:
         lstrip_blocks=True)
     environment.filters["number"] = number
     environment.filters["percent"] = percent
+    environment.filters["when"] = when
     content = document["content"]
     release = content["release"]
     template = environment.get_template("certificate.html.j2")
@@ -76,6 +78,17 @@ def number(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:,.0f}" if value.is_integer() and abs(value) >= 1000 else f"{value:.3g}"
     return str(value)
+
+
+def when(value: str | None) -> str:
+    """An ISO 8601 UTC time as people read it (``27 November 2026, 21:49:38 UTC``)."""
+    if value is None:
+        return "no expiry date"
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    return f"{moment.day} {moment:%B %Y, %H:%M:%S} UTC"
 
 
 def percent(value: Any) -> str:

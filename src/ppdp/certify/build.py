@@ -215,10 +215,8 @@ def _mechanism(release: Release) -> Any:
 def _guarantee(mechanism: Any, release: Release, table: Table) -> dict[str, Any] | None:
     """The mechanism's guarantee for the release's parameters, on ``table`` where it depends
     on the data; None for a mechanism that states none."""
-    if mechanism.guarantee_uses_table:
-        result = mechanism.guarantee(table)
-    else:
-        result = mechanism.guarantee()
+    result = mechanism.guarantee(table) if mechanism.guarantee_uses_table \
+        else mechanism.guarantee()
     if result is None:
         return None
     data: dict[str, Any] = json_safe(result.to_dict())

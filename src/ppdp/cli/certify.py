@@ -79,11 +79,12 @@ def certify(
     Examples:
 
       ppdp certify adult-anatomy --source adult --key keys/signing.key
-      ppdp certify release --source people.csv --key keys/signing.key --signer "Data office" --valid-days 180 -o release-certificate
+      ppdp certify release --source people.csv --key keys/signing.key --valid-days 180
     """
     # Imported here, not at start-up: certifying loads numpy, the attacks and cryptography.
     from ppdp.certify._pdf import BROWSER_NAMES, find_browser
-    from ppdp.certify.build import PDF_FILE, certify as build_certificate, write_certificate
+    from ppdp.certify.build import PDF_FILE, write_certificate
+    from ppdp.certify.build import certify as build_certificate
     from ppdp.progress import progress_bar
     from ppdp.release.certificate import CERTIFICATE_DIRECTORY
     from ppdp.release.keys import COMMITMENT_KEY_FILE, load_commitment_key, load_private_key
