@@ -5,8 +5,8 @@ loads nothing)."""
 from __future__ import annotations
 
 import math
-from datetime import datetime
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from ppdp.errors import MissingDependencyError
