@@ -36,7 +36,7 @@ from ppdp.certify._limits import not_covered
 from ppdp.certify._pdf import find_browser, print_pdf
 from ppdp.certify.commitment import source_commitment
 from ppdp.data.schema import Ordered
-from ppdp.errors import OutputError, SchemaError
+from ppdp.errors import OutputError, OutputExistsError, SchemaError
 from ppdp.io.storage import commit_directory, staged_directory
 from ppdp.mechanisms import get_mechanism
 from ppdp.randomness import RandomState, make_rng
@@ -155,6 +155,12 @@ def write_certificate(document: Mapping[str, Any], directory: str | os.PathLike[
     if (target / METADATA_FILE).exists():
         raise OutputError(f"{target} is a release directory; write its certificate beside its "
                           f"files, in {target / 'certificate'}")
+    # Decided again under a lock when the directory is committed; asked here first so that
+    # a refusal comes before the page is printed.
+    if os.path.lexists(target):
+        if not overwrite:
+            raise OutputExistsError(f"{target} already exists")
+        _replaceable(target)
     names = [CERTIFICATE_FILE, HTML_FILE]
     page = render_html(document)
     browser = find_browser()

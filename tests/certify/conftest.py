@@ -1,0 +1,26 @@
+"""A small release and its certificate, shared by the certificate tests (module scope: one
+certificate, built once, with the attacks)."""
+
+from __future__ import annotations
+
+import pytest
+
+import ppdp
+from ppdp.certify import certify, write_certificate
+from ppdp.release.keys import create_keys, load_commitment_key, load_private_key
+from tests.certify.sources import SEED, Certified, read_source, write_source
+
+
+@pytest.fixture(scope="module")
+def certified(tmp_path_factory: pytest.TempPathFactory) -> Certified:
+    folder = tmp_path_factory.mktemp("certified")
+    source = write_source(folder / "people.csv")
+    table = read_source(source)
+    release = ppdp.Anatomy(l=3).publish(table, random_state=1).save(folder / "release")
+    keys = folder / "keys"
+    create_keys(keys)
+    document = certify(release, table, private_key=load_private_key(keys / "signing.key"),
+                       commitment_key=load_commitment_key(keys / "commitment.key"),
+                       source=source, signer="Data office", random_state=SEED)
+    files = write_certificate(document, release / "certificate")
+    return Certified(source, table, release, keys, document, files)
