@@ -1,5 +1,5 @@
-"""A small release and its certificate, shared by the certificate tests (module scope: one
-certificate, built once, with the attacks)."""
+"""A small release and its certificate, shared by the certificate tests (one certificate,
+built once for all of them, with the attacks)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ppdp.release.keys import create_keys, load_commitment_key, load_private_key
 from tests.certify.sources import SEED, Certified, read_source, write_source
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def certified(tmp_path_factory: pytest.TempPathFactory) -> Certified:
     folder = tmp_path_factory.mktemp("certified")
     source = write_source(folder / "people.csv")
