@@ -10,6 +10,10 @@ tag, the number of rows, then for each column in schema order its name, role, de
 domain (canonical JSON) and its codes as little-endian 64-bit integers; every field is
 preceded by its length in bytes (8 bytes, little-endian) so that no two tables share a byte
 string.
+
+The table is the source as `source_table` reads it (no roles given, the release's domains for
+its columns): `ppdp certify` and `ppdp verify` read it so, and so get the same value from
+the same file.
 """
 
 from __future__ import annotations
@@ -23,10 +27,13 @@ from typing import Any
 
 import numpy as np
 
+from ppdp.data.schema import Schema
 from ppdp.jsonable import json_ready
+from ppdp.plan.engine import get_engine
 from ppdp.table.table import Table
 
-__all__ = ["ALGORITHM", "file_commitment", "source_commitment", "table_commitment"]
+__all__ = ["ALGORITHM", "file_commitment", "source_commitment", "source_table",
+           "table_commitment"]
 
 ALGORITHM = "HMAC-SHA256"
 _LAYOUT = b"ppdp-table-commitment/1"
@@ -45,6 +52,20 @@ def source_commitment(source: str | os.PathLike[str], table: Table, key: bytes
     return {"algorithm": ALGORITHM,
             "file": file_commitment(path, key) if path.is_file() else None,
             "table": table_commitment(table, key)}
+
+
+def source_table(source: str | os.PathLike[str], schema: Schema, **options: Any) -> Table:
+    """The source (a CSV/Parquet file, or a bundled dataset by name) read into memory as a
+    certificate commits to it: each column the release publishes typed by the release's
+    domain (its ``schema``), the others as read, no roles given. ``options``: those of
+    `ppdp.io.read_table` that describe the file (``sep``, ``names``, ``header``,
+    ``missing``, ``non_numeric``, ``encoding``)."""
+    domains = {column.name: {"ordered": list(column.domain)} if column.ordered
+               else list(column.domain) for column in schema.columns}
+    engine = get_engine("memory")
+    table: Table = engine.open(source, **engine.read_options(source, domains=domains,
+                                                             **options))
+    return table
 
 
 def file_commitment(path: str | os.PathLike[str], key: bytes) -> str:

@@ -19,9 +19,7 @@ from ppdp.cli._options import (
     NoHeader,
     NonNumeric,
     Separator,
-    read_source,
     reading,
-    release_domains,
 )
 from ppdp.cli._output import echo_json, out, printable
 
@@ -85,6 +83,7 @@ def certify(
     from ppdp.certify._pdf import BROWSER_NAMES, find_browser
     from ppdp.certify.build import PDF_FILE, write_certificate
     from ppdp.certify.build import certify as build_certificate
+    from ppdp.certify.commitment import source_table
     from ppdp.progress import progress_bar
     from ppdp.release.certificate import CERTIFICATE_DIRECTORY
     from ppdp.release.keys import COMMITMENT_KEY_FILE, load_commitment_key, load_private_key
@@ -99,10 +98,11 @@ def certify(
                                  else key.parent / COMMITMENT_KEY_FILE)
     target = output if output is not None else release_dir / CERTIFICATE_DIRECTORY
     release = load_release(release_dir)
-    table = read_source(source, **reading(drop_missing=drop_missing, sep=sep,
-                                          non_numeric=non_numeric, encoding=encoding,
-                                          source=source, names=names, no_header=no_header,
-                                          domains=release_domains(release.schema)))
+    options = reading(drop_missing=drop_missing, sep=sep, non_numeric=non_numeric,
+                      encoding=encoding, source=source, names=names, no_header=no_header)
+    # Read as ppdp verify reads it: the same table, the same commitment.
+    table = source_table(source, release.schema,
+                         **{k: v for k, v in options.items() if k != "domains"})
     with progress_bar() as bar:
         task = bar.add_task("certify", total=None)
         document = build_certificate(
