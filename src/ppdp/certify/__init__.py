@@ -5,3 +5,7 @@ signer's public key (`ppdp.release.keys`): the signature, every file's digest, t
 description and guarantee, and that it loads; given the source and the commitment key, also the
 commitment to the data it was published from.
 """
+
+from ppdp.certify.verify import Check, Verification, verify
+
+__all__ = ["Check", "Verification", "verify"]

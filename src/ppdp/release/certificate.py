@@ -40,6 +40,7 @@ __all__ = [
     "CERTIFICATE_DIRECTORY",
     "CERTIFICATE_FILE",
     "CERTIFICATE_FORMAT",
+    "CERTIFICATE_NAMES",
     "CERTIFICATE_VERSION",
     "MAX_CERTIFICATE_BYTES",
     "canonical_json",
@@ -58,6 +59,8 @@ CERTIFICATE_VERSION = 1
 CERTIFICATE_FILE = "certificate.json"
 CERTIFICATE_DIRECTORY = "certificate"
 """The default place of a release's certificate: ``RELEASE/certificate/``."""
+CERTIFICATE_NAMES = frozenset({CERTIFICATE_FILE, "certificate.html", "certificate.pdf"})
+"""The files a certificate directory holds (replaced with the release it certifies)."""
 MAX_CERTIFICATE_BYTES = 16 << 20
 SIGNATURE_ALGORITHM = "Ed25519"
 CLOCK_SKEW = timedelta(minutes=5)
