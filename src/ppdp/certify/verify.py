@@ -44,6 +44,7 @@ from ppdp.release.format import (
     MAX_METADATA_BYTES,
     METADATA_FILE,
     file_digests,
+    metadata_bytes,
     metadata_digest,
     parse_metadata,
 )
@@ -190,7 +191,8 @@ def _metadata(root: Path, document: Mapping[str, Any]) -> tuple[dict[str, Any], 
     try:
         if path.stat().st_size > MAX_METADATA_BYTES:
             raise ReleaseError(f"{path} is larger than any release description")
-        metadata = parse_metadata(path.read_bytes())
+        content = path.read_bytes()
+        metadata = parse_metadata(content)
     except FileNotFoundError:
         raise ReleaseError(f"{root} has no {METADATA_FILE}") from None
     except (ValueError, RecursionError) as exc:
@@ -201,6 +203,9 @@ def _metadata(root: Path, document: Mapping[str, Any]) -> tuple[dict[str, Any], 
     if metadata_digest(metadata) != metadata.get("metadata_digest"):
         raise ReleaseError(f"{path} was changed: its content is not the one its signed digest "
                            f"covers")
+    if content != metadata_bytes(metadata):
+        raise ReleaseError(f"{path} is not byte for byte the file that was certified (its "
+                           f"layout was edited)")
     return metadata, (f"{metadata['mechanism']} with {_shown(metadata['parameters'])}, "
                       f"{metadata['n_rows']:,} rows, as signed")
 

@@ -149,7 +149,13 @@ def read_certificate(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise CertificateError(f"{file} is ambiguous: {exc}") from None
     except (ValueError, RecursionError) as exc:
         raise CertificateError(f"{file} is not JSON: {_first_line(exc)}") from None
-    return check_document(document, file)
+    document = check_document(document, file)
+    if data != certificate_bytes(document):
+        # The signature covers the parsed content: bytes JSON ignores (spacing, escapes)
+        # must not change unnoticed either.
+        raise CertificateError(f"{file} is not in the canonical form it was signed in "
+                               f"(changed after signing)")
+    return document
 
 
 def check_document(document: Any, where: object = "the certificate") -> dict[str, Any]:

@@ -53,6 +53,7 @@ from ppdp.release.format import (
     MAX_METADATA_BYTES,
     METADATA_FILE,
     DuplicateKeyError,
+    metadata_bytes,
     metadata_digest,
     parse_metadata,
     release_file_names,
@@ -171,6 +172,9 @@ def _load(root: Path, snapshot: Snapshot, counting: Engine, *, by_path: bool,
     if certificate is not None:
         # The certificate records the digests checked below: the files are the signed ones.
         check_release_metadata(certificate, metadata)
+        if content != metadata_bytes(metadata):
+            raise CertificateError(f"{meta_path} is not byte for byte the file that was "
+                                   f"certified (its layout was edited)")
     version = metadata.get("format_version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise ReleaseError(f"{meta_path} has no valid format_version")
