@@ -13,5 +13,7 @@ commitment to the data it was published from.
 
 from ppdp.certify.build import certify, write_certificate
 from ppdp.certify.commitment import source_commitment
+from ppdp.certify.verify import Check, Verification, verify
 
-__all__ = ["certify", "source_commitment", "write_certificate"]
+__all__ = ["Check", "Verification", "certify", "source_commitment", "verify",
+           "write_certificate"]

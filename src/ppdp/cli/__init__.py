@@ -18,9 +18,11 @@ from ppdp.cli import (
     demo,
     evaluate,
     guarantee,
+    keys,
     mechanisms,
     publish,
     risk,
+    verify,
 )
 from ppdp.cli._app import app, filled_help, main
 
@@ -35,3 +37,5 @@ for _command in (publish.publish, count.count, guarantee.guarantee, risk.risk, a
                  evaluate.evaluate, compare.compare, mechanisms.mechanisms, demo.demo):
     _fill = _FILLED.get(_command)
     app.command(cls=filled_help(_fill) if _fill is not None else None)(_command)
+app.command()(verify.verify)
+app.add_typer(keys.keys_app)

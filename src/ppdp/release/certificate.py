@@ -40,6 +40,7 @@ __all__ = [
     "CERTIFICATE_DIRECTORY",
     "CERTIFICATE_FILE",
     "CERTIFICATE_FORMAT",
+    "CERTIFICATE_NAMES",
     "CERTIFICATE_VERSION",
     "MAX_CERTIFICATE_BYTES",
     "canonical_json",
@@ -58,6 +59,8 @@ CERTIFICATE_VERSION = 1
 CERTIFICATE_FILE = "certificate.json"
 CERTIFICATE_DIRECTORY = "certificate"
 """The default place of a release's certificate: ``RELEASE/certificate/``."""
+CERTIFICATE_NAMES = frozenset({CERTIFICATE_FILE, "certificate.html", "certificate.pdf"})
+"""The files a certificate directory holds (replaced with the release it certifies)."""
 MAX_CERTIFICATE_BYTES = 16 << 20
 SIGNATURE_ALGORITHM = "Ed25519"
 CLOCK_SKEW = timedelta(minutes=5)
@@ -146,7 +149,13 @@ def read_certificate(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise CertificateError(f"{file} is ambiguous: {exc}") from None
     except (ValueError, RecursionError) as exc:
         raise CertificateError(f"{file} is not JSON: {_first_line(exc)}") from None
-    return check_document(document, file)
+    document = check_document(document, file)
+    if data != certificate_bytes(document):
+        # The signature covers the parsed content: bytes JSON ignores (spacing, escapes)
+        # must not change unnoticed either.
+        raise CertificateError(f"{file} is not in the canonical form it was signed in "
+                               f"(changed after signing)")
+    return document
 
 
 def check_document(document: Any, where: object = "the certificate") -> dict[str, Any]:

@@ -4,7 +4,8 @@
 encrypted when a passphrase is given), its public key (SubjectPublicKeyInfo PEM, given to
 whoever verifies) and the commitment key (32 random bytes, as hex: the HMAC key of the source
 commitment, kept by the custodian). Secret files are created with mode 0600 and read only if
-nobody else may read them (as ssh does). Keys are never overwritten.
+nobody else may read them (as ssh does). Keys are never overwritten. A key file that cannot
+be used is a ValueError (the wrong file was given), in one line.
 
 The ``cryptography`` library is the ``certify`` extra; without it, each function here says so
 in one line (`MissingDependencyError`).
@@ -17,7 +18,7 @@ import os
 import stat
 from pathlib import Path
 
-from ppdp.errors import CertificateError, MissingDependencyError
+from ppdp.errors import MissingDependencyError
 
 try:
     from cryptography.hazmat.primitives import serialization
@@ -70,12 +71,12 @@ def create_keys(directory: str | os.PathLike[str], *, passphrase: bytes | None =
         raise ValueError("the passphrase is empty; give one, or none for an unencrypted key")
     root = Path(directory)
     if root.exists() and not root.is_dir():
-        raise CertificateError(f"{root} is a file, not a directory for keys")
+        raise FileExistsError(f"{root} is a file, not a directory for keys")
     names = (KEY_FILE, PUBLIC_KEY_FILE, COMMITMENT_KEY_FILE)
     present = [name for name in names if os.path.lexists(root / name)]
     if present:
-        raise CertificateError(f"{root} already holds {', '.join(present)}; keys are never "
-                               f"overwritten: choose another directory")
+        raise FileExistsError(f"{root} already holds {', '.join(present)}; keys are never "
+                              f"overwritten: choose another directory")
     root.mkdir(parents=True, exist_ok=True)
     private = Ed25519PrivateKey.generate()
     encryption: serialization.KeySerializationEncryption = (
@@ -117,18 +118,18 @@ def _read_key_file(path: str | os.PathLike[str], what: str, *, secret: bool) -> 
     try:
         info = path.stat()
         if not stat.S_ISREG(info.st_mode):
-            raise CertificateError(f"{path} is not a {what} file")
+            raise ValueError(f"{path} is not a {what} file")
         if secret and os.name == "posix" and info.st_mode & 0o077:
-            raise CertificateError(
+            raise ValueError(
                 f"{path} may be read by others (mode {stat.S_IMODE(info.st_mode):04o}); a "
                 f"{what} must be private: chmod 600 {path}")
         if info.st_size > MAX_KEY_FILE_BYTES:
-            raise CertificateError(f"{path} is {info.st_size:,} bytes; it is not a {what}")
+            raise ValueError(f"{path} is {info.st_size:,} bytes; it is not a {what}")
         return path.read_bytes()
     except FileNotFoundError:
-        raise CertificateError(f"{path} does not exist; no {what} there") from None
+        raise ValueError(f"{path} does not exist; no {what} there") from None
     except OSError as exc:
-        raise CertificateError(f"{path} cannot be read: {exc.strerror or exc}") from None
+        raise ValueError(f"{path} cannot be read: {exc.strerror or exc}") from None
 
 
 def load_private_key(path: str | os.PathLike[str], *, passphrase: bytes | None = None
@@ -141,18 +142,18 @@ def load_private_key(path: str | os.PathLike[str], *, passphrase: bytes | None =
         key = serialization.load_pem_private_key(data, password=passphrase or None)
     except TypeError:
         if passphrase:
-            raise CertificateError(f"{path} is not encrypted; give no passphrase") from None
-        raise CertificateError(f"{path} is encrypted; give its passphrase "
-                               f"(--passphrase-file)") from None
+            raise ValueError(f"{path} is not encrypted; give no passphrase") from None
+        raise ValueError(f"{path} is encrypted; give its passphrase "
+                         f"(--passphrase-file)") from None
     except ValueError:
         if passphrase and b"ENCRYPTED" in data:
-            raise CertificateError(f"{path} cannot be decrypted: wrong passphrase") from None
-        raise CertificateError(f"{path} is not a private key in PEM format") from None
+            raise ValueError(f"{path} cannot be decrypted: wrong passphrase") from None
+        raise ValueError(f"{path} is not a private key in PEM format") from None
     except Exception as exc:  # the library's other refusals (an unsupported key type, say)
-        raise CertificateError(f"{path} is not a usable private key: {exc}") from None
+        raise ValueError(f"{path} is not a usable private key: {exc}") from None
     if not isinstance(key, Ed25519PrivateKey):
-        raise CertificateError(f"{path} holds a {type(key).__name__.removeprefix('_')} key, "
-                               f"not an Ed25519 one; make one with ppdp keys create")
+        raise ValueError(f"{path} holds a {type(key).__name__.removeprefix('_')} key, "
+                         f"not an Ed25519 one; make one with ppdp keys create")
     return key
 
 
@@ -164,10 +165,10 @@ def load_public_key(path: str | os.PathLike[str]) -> Ed25519PublicKey:
         key = serialization.load_pem_public_key(data)
     except Exception:  # ValueError, or the library's refusal of an unsupported key
         hint = " (it is a private key: give the .pub file)" if b"PRIVATE KEY" in data else ""
-        raise CertificateError(f"{path} is not a public key in PEM format{hint}") from None
+        raise ValueError(f"{path} is not a public key in PEM format{hint}") from None
     if not isinstance(key, Ed25519PublicKey):
-        raise CertificateError(f"{path} holds a {type(key).__name__.removeprefix('_')} key, "
-                               f"not an Ed25519 one")
+        raise ValueError(f"{path} holds a {type(key).__name__.removeprefix('_')} key, "
+                         f"not an Ed25519 one")
     return key
 
 
@@ -183,8 +184,8 @@ def load_commitment_key(path: str | os.PathLike[str]) -> bytes:
     try:
         key = bytes.fromhex(data.decode("ascii").strip())
     except (UnicodeDecodeError, ValueError):
-        raise CertificateError(f"{path} is not a commitment key (hex text)") from None
+        raise ValueError(f"{path} is not a commitment key (hex text)") from None
     if len(key) < 16:
-        raise CertificateError(f"{path} holds a key of {len(key)} bytes; a commitment key has "
-                               f"at least 16 ({COMMITMENT_KEY_BYTES} from ppdp keys create)")
+        raise ValueError(f"{path} holds a key of {len(key)} bytes; a commitment key has "
+                         f"at least 16 ({COMMITMENT_KEY_BYTES} from ppdp keys create)")
     return key
