@@ -34,11 +34,21 @@ def cli_reference() -> str:
     group = typer.main.get_command(app)
     context = typer.Context(group, info_name="ppdp")
     parts = [_command(group, context, "ppdp", level=2)]
-    for name in group.list_commands(context):  # type: ignore[attr-defined]
-        command = group.get_command(context, name)  # type: ignore[attr-defined]
-        child = typer.Context(command, info_name=name, parent=context)
-        parts.append(_command(command, child, f"ppdp {name}", level=2))
+    parts += _commands(group, context, "ppdp")
     return "\n".join(parts)
+
+
+def _commands(group: Any, context: typer.Context, prefix: str) -> list[str]:
+    """The reference of each command of ``group``, and of the commands of its sub-groups
+    (``ppdp keys create``)."""
+    parts = []
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
+        child = typer.Context(command, info_name=name, parent=context)
+        parts.append(_command(command, child, f"{prefix} {name}", level=2))
+        if hasattr(command, "list_commands"):
+            parts += _commands(command, child, f"{prefix} {name}")
+    return parts
 
 
 def _command(command: Any, context: typer.Context, title: str, level: int) -> str:

@@ -30,6 +30,7 @@ _HOMES = {
     "PpdpError": "ppdp.errors",
     "QueryError": "ppdp.errors",
     "ReleaseError": "ppdp.errors",
+    "CertificateError": "ppdp.errors",
     "SchemaError": "ppdp.errors",
     "read_table": "ppdp.io.read",
     "DBR": "ppdp.mechanisms.dbr.mechanism",
@@ -50,6 +51,7 @@ _HOMES = {
     "GroupedEstimate": "ppdp.estimate",
     "Release": "ppdp.release.base",
     "load_release": "ppdp.release.load",
+    "verify": "ppdp.certify.verify",
     "Column": "ppdp.data.schema",
     "Ordered": "ppdp.data.schema",
     "Role": "ppdp.data.schema",
@@ -64,6 +66,7 @@ __all__ = [
     "AlphaBeta",
     "Ambiguity",
     "Anatomy",
+    "CertificateError",
     "Column",
     "Estimate",
     "GroupedEstimate",
@@ -94,6 +97,7 @@ __all__ = [
     "parse_query",
     "read_table",
     "using_workers",
+    "verify",
 ]
 
 
@@ -128,8 +132,10 @@ def _installed_version() -> str:
 
 
 if TYPE_CHECKING:
+    from ppdp.certify.verify import verify
     from ppdp.data.schema import Column, Ordered, Role, Schema
     from ppdp.errors import (
+        CertificateError,
         InfeasibleError,
         MissingValuesError,
         PpdpError,

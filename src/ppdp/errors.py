@@ -29,6 +29,11 @@ class ReleaseError(PpdpError):
     """A release directory is missing, corrupt, or of a newer format."""
 
 
+class CertificateError(ReleaseError):
+    """A certificate is missing, malformed, of an unknown format, expired, signed by another
+    key, or does not match its release."""
+
+
 class InfeasibleError(PpdpError, ValueError):
     """The data cannot meet the requested privacy parameters."""
 

@@ -12,14 +12,17 @@ errors answer at once, without numpy, pyarrow or the mechanisms.
 
 from ppdp.cli import (
     attack,
+    certify,
     compare,
     count,
     demo,
     evaluate,
     guarantee,
+    keys,
     mechanisms,
     publish,
     risk,
+    verify,
 )
 from ppdp.cli._app import app, filled_help, main
 
@@ -30,6 +33,9 @@ _FILLED = {attack.attack: attack.help_lists, evaluate.evaluate: evaluate.help_li
 
 # The commands, in the order `ppdp --help` lists them.
 for _command in (publish.publish, count.count, guarantee.guarantee, risk.risk, attack.attack,
+                 certify.certify,
                  evaluate.evaluate, compare.compare, mechanisms.mechanisms, demo.demo):
     _fill = _FILLED.get(_command)
     app.command(cls=filled_help(_fill) if _fill is not None else None)(_command)
+app.command()(verify.verify)
+app.add_typer(keys.keys_app)

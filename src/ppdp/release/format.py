@@ -68,6 +68,13 @@ def metadata_digest(metadata: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def metadata_bytes(metadata: Mapping[str, Any]) -> bytes:
+    """The bytes of ``release.json`` as ppdp writes them (indented JSON, in the metadata's
+    order, and a newline): the same again from the file's parsed content, so a certificate's
+    check sees any byte of the file changed, even where JSON ignores it."""
+    return (json.dumps(metadata, indent=2) + "\n").encode()
+
+
 def file_digest(path: str | os.PathLike[str]) -> str:
     """SHA-256 of a file's bytes, as hex."""
     with open(path, "rb") as handle:

@@ -14,20 +14,24 @@ saved over the directory meanwhile (exchanged with it, the old one removed) chan
 counts, and if it came between opening the directory and its files, the load starts again from
 the path (`LOAD_ATTEMPTS`). A reader sees the old release or the new one, whole. The Spark
 engine's tasks read the files by path: a release it loaded refuses to count files replaced
-since."""
+since.
+
+With the signer's public key, the release must also match its signed certificate
+(`ppdp.release.certificate`): signed by that key, in force, and recording the very
+``release.json`` read, whose digests cover every file; else nothing is loaded."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ppdp.data.schema import Schema
-from ppdp.errors import ReleaseError, SchemaError
+from ppdp.errors import CertificateError, ReleaseError, SchemaError
 from ppdp.io.snapshot import ISOLATED, Snapshot, SnapshotFile
 from ppdp.plan.engine import Engine, ScannedFiles, engine_choices, get_engine
 from ppdp.plan.registry import MECHANISM_MODULES, mechanism_module
@@ -35,17 +39,30 @@ from ppdp.query.encoding import scan_engine_available
 from ppdp.query.row_counts import ROW_COUNTS
 from ppdp.release.arrow import joined_parts
 from ppdp.release.base import Release
+from ppdp.release.certificate import (
+    CERTIFICATE_DIRECTORY,
+    CERTIFICATE_FILE,
+    check_release_metadata,
+    check_signature,
+    check_validity,
+    read_certificate,
+)
 from ppdp.release.format import (
     FORMAT_NAME,
     FORMAT_VERSION,
     MAX_METADATA_BYTES,
     METADATA_FILE,
     DuplicateKeyError,
+    metadata_bytes,
     metadata_digest,
     parse_metadata,
     release_file_names,
 )
+from ppdp.release.keys import load_public_key
 from ppdp.release.verify import verify_digests
+
+if TYPE_CHECKING:  # the certify extra, needed only to check a certificate
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 LOAD_ATTEMPTS = 5
 """How often a load starts again when the directory was replaced while it was being opened."""
@@ -67,8 +84,15 @@ def counting_engine(name: str) -> Engine:
     return get_engine(name)
 
 
-def load_release(directory: str | os.PathLike[str], engine: str = "auto") -> Release:
+def load_release(directory: str | os.PathLike[str], engine: str = "auto", *,
+                 public_key: str | os.PathLike[str] | Ed25519PublicKey | None = None,
+                 certificate: str | os.PathLike[str] | None = None) -> Release:
     """Read a release directory written by `Release.save`, verifying every digest.
+
+    With ``public_key`` (a PEM file or an Ed25519 public key) the release's certificate
+    (``certificate``: a certificate.json or its directory; by default the ``certificate``
+    directory in the release) must be signed by that key, in force and the certificate of
+    this very release, else `CertificateError` and nothing is loaded.
 
     ``engine`` (`load_engines`; `counting_engine`) says what counts the rows of a release
     that publishes rows: ``memory`` from its tables read into memory, ``streaming`` from
@@ -77,6 +101,17 @@ def load_release(directory: str | os.PathLike[str], engine: str = "auto") -> Rel
     `ppdp.engines.spark.spark_session` starts); the estimators are the same."""
     counting = counting_engine(engine)
     root = Path(directory)
+    document = None
+    if public_key is not None:
+        key = load_public_key(public_key) if isinstance(public_key, str | os.PathLike) \
+            else public_key
+        document = read_certificate(certificate if certificate is not None
+                                    else root / CERTIFICATE_DIRECTORY / CERTIFICATE_FILE)
+        check_signature(document, key)
+        check_validity(document)
+    elif certificate is not None:
+        raise ValueError("a certificate is checked with its signer's public key: give "
+                         "public_key too")
     # Spark's tasks read by path: a release it loaded must not have been built from files
     # replaced after they were verified.
     by_path = not (ISOLATED and counting.reads_snapshots)
@@ -90,10 +125,14 @@ def load_release(directory: str | os.PathLike[str], engine: str = "auto") -> Rel
             raise ReleaseError(f"{root} cannot be read: {exc.strerror or exc}") from None
         with snapshot:
             try:
-                release = _load(root, snapshot, counting, by_path=by_path)
-            except ReleaseError:
+                release = _load(root, snapshot, counting, by_path=by_path,
+                                certificate=document)
+            except ReleaseError as exc:
                 if snapshot.replaced():
                     continue
+                if document is not None and not isinstance(exc, CertificateError):
+                    raise CertificateError(f"the release does not verify against its "
+                                           f"certificate: {exc}") from exc
                 raise
             # Opened before the directory was replaced, a release read through its descriptors
             # is the old one, whole; one read by path may mix the two: loaded again.
@@ -103,8 +142,10 @@ def load_release(directory: str | os.PathLike[str], engine: str = "auto") -> Rel
                        f"load it again")
 
 
-def _load(root: Path, snapshot: Snapshot, counting: Engine, *, by_path: bool) -> Release:
-    """Load the release in the directory opened as ``snapshot`` (`load_release`)."""
+def _load(root: Path, snapshot: Snapshot, counting: Engine, *, by_path: bool,
+          certificate: Mapping[str, Any] | None = None) -> Release:
+    """Load the release in the directory opened as ``snapshot`` (`load_release`), checked
+    against its ``certificate`` (already verified) when one is given."""
     meta_path = root / METADATA_FILE
     try:
         meta_file = snapshot.open(METADATA_FILE)
@@ -128,6 +169,12 @@ def _load(root: Path, snapshot: Snapshot, counting: Engine, *, by_path: bool) ->
         meta_file.close()
     if not isinstance(metadata, dict) or metadata.get("format") != FORMAT_NAME:
         raise ReleaseError(f"{meta_path} is not a ppdp release description")
+    if certificate is not None:
+        # The certificate records the digests checked below: the files are the signed ones.
+        check_release_metadata(certificate, metadata)
+        if content != metadata_bytes(metadata):
+            raise CertificateError(f"{meta_path} is not byte for byte the file that was "
+                                   f"certified (its layout was edited)")
     version = metadata.get("format_version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise ReleaseError(f"{meta_path} has no valid format_version")

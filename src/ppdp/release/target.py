@@ -1,5 +1,6 @@
 """What a release may be written over: nothing but a directory that holds a ppdp release and
-nothing else, so that ``overwrite`` never deletes a user's other files."""
+nothing else (but its own certificate, `ppdp.release.certificate`, which goes with it), so that
+``overwrite`` never deletes a user's other files."""
 
 from __future__ import annotations
 
@@ -8,6 +9,13 @@ from pathlib import Path
 
 from ppdp.errors import OutputExistsError, ReleaseError
 from ppdp.io.storage import require_outside_working_directory
+from ppdp.release.certificate import (
+    CERTIFICATE_DIRECTORY,
+    CERTIFICATE_FILE,
+    CERTIFICATE_FORMAT,
+    CERTIFICATE_NAMES,
+    MAX_CERTIFICATE_BYTES,
+)
 from ppdp.release.format import (
     FORMAT_NAME,
     MAX_METADATA_BYTES,
@@ -46,9 +54,31 @@ def require_replaceable_release(path: Path) -> None:
         raise ReleaseError(f"{path} is not a ppdp release (no valid {METADATA_FILE}); overwrite "
                            f"replaces only a release, so its content is left alone; choose "
                            f"another output path")
-    others = sorted(p.name for p in path.iterdir() if p.name not in files | {METADATA_FILE})
+    ours = files | {METADATA_FILE}
+    if _holds_certificate(path / CERTIFICATE_DIRECTORY):
+        ours.add(CERTIFICATE_DIRECTORY)
+    others = sorted(p.name for p in path.iterdir() if p.name not in ours)
     if others:
         shown = ", ".join(others[:5]) + (" ..." if len(others) > 5 else "")
         raise ReleaseError(f"{path} holds files that are not part of its release ({shown}); "
                            f"overwrite would delete them, so it is refused; move them or choose "
                            f"another output path")
+
+
+def _holds_certificate(directory: Path) -> bool:
+    """Whether ``directory`` is a release's certificate directory and nothing else: a real
+    directory of certificate files only (`CERTIFICATE_NAMES`), with a ppdp certificate."""
+    if directory.is_symlink() or not directory.is_dir():
+        return False
+    try:
+        entries = list(directory.iterdir())
+        if not all(entry.name in CERTIFICATE_NAMES and not entry.is_symlink()
+                   and entry.is_file() for entry in entries):
+            return False
+        document = directory / CERTIFICATE_FILE
+        if document.stat().st_size > MAX_CERTIFICATE_BYTES:
+            return False
+        content = parse_metadata(document.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(content, dict) and content.get("format") == CERTIFICATE_FORMAT

@@ -3,7 +3,6 @@ every engine), then ``release.json`` last."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from ppdp.release.format import (
     MAX_METADATA_BYTES,
     METADATA_FILE,
     file_digest,
+    metadata_bytes,
     metadata_digest,
     part_names,
 )
@@ -80,7 +80,7 @@ def write_metadata(staging: Path, mechanism: str, parameters: Mapping[str, Any],
         "digests": dict(digests),
     }
     metadata["metadata_digest"] = metadata_digest(metadata)
-    content = (json.dumps(metadata, indent=2) + "\n").encode()
+    content = metadata_bytes(metadata)
     if len(content) > MAX_METADATA_BYTES:
         # Loading refuses it (a padded release.json): so is writing it, before it appears.
         raise ReleaseError(f"the release's {METADATA_FILE} would take {len(content):,} bytes, "

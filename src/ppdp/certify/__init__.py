@@ -1,0 +1,19 @@
+"""Certificates of releases: what was guaranteed and measured, signed, and verified by anyone.
+
+`build`: `certify` gathers a release's guarantee, measured privacy, attacks and accuracy by
+count band and signs them (`ppdp.release.certificate`); `write_certificate` writes
+certificate.json, certificate.html (`_html` and its template) and, with a browser, its PDF
+(`_pdf`). `commitment`: the keyed commitment to the source data.
+
+`verify` checks a release against its signed certificate (`ppdp.release.certificate`) with the
+signer's public key (`ppdp.release.keys`): the signature, every file's digest, the release's
+description and guarantee, and that it loads; given the source and the commitment key, also the
+commitment to the data it was published from.
+"""
+
+from ppdp.certify.build import certify, write_certificate
+from ppdp.certify.commitment import source_commitment
+from ppdp.certify.verify import Check, Verification, verify
+
+__all__ = ["Check", "Verification", "certify", "source_commitment", "verify",
+           "write_certificate"]
