@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,7 +15,8 @@ import numpy as np
 import pytest
 
 import ppdp
-from ppdp.errors import CertificateError, OutputExistsError, ReleaseError
+import ppdp.release.keys as keys_module
+from ppdp.errors import CertificateError, MissingDependencyError, OutputExistsError, ReleaseError
 from ppdp.release import certificate as cert
 from ppdp.release.keys import (
     COMMITMENT_KEY_FILE,
@@ -248,3 +250,14 @@ def test_a_certified_release_may_be_overwritten_with_its_certificate(
         release.save(target, overwrite=True)
     with pytest.raises(OutputExistsError):
         release.save(target)
+
+
+def test_without_the_library_signing_names_the_extra(tmp_path: Path, setup: dict[str, Any],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(keys_module, "HAS_CRYPTOGRAPHY", False)
+    with pytest.raises(MissingDependencyError, match=re.escape(
+            "creating keys needs the certify extra: pip install 'ppdp[certify]'")):
+        create_keys(tmp_path / "keys")
+    with pytest.raises(MissingDependencyError, match="needs the certify extra"):
+        ppdp.load_release(setup["root"] / "l2", public_key=setup["public"])
+    assert ppdp.load_release(setup["root"] / "l2").parameters["l"] == 2
