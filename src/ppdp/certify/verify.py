@@ -232,8 +232,8 @@ def recompute_guarantee(content: Mapping[str, Any]) -> tuple[None, str]:
     if cls.guarantee_uses_table:
         from_release = _table_size(summary, options)
         if from_release:
-            candidates.append(("and the release's m and n", {**options, **from_release}))
-        candidates.append(("and m and n as recorded", options))
+            candidates.append((" and the release's m and n", {**options, **from_release}))
+        candidates.append((" and m and n as recorded", options))
     else:
         candidates.append(("", options))
     difference = None
@@ -244,7 +244,7 @@ def recompute_guarantee(content: Mapping[str, Any]) -> tuple[None, str]:
             difference = f"it cannot be recomputed: {_first_line(exc)}"
             continue
         if canonical_json(actual) == canonical_json(recorded):
-            return None, f"recomputed from the release's parameters {source}: the same"
+            return None, f"recomputed from the release's parameters{source}: the same"
         difference = _difference(recorded, actual)
     if cls.guarantee_uses_table:
         return None, NOT_RECOMPUTABLE

@@ -60,8 +60,8 @@ def create(
     console = out()
     for path, what in zip(paths, ("private key, keep secret", "public key, give to verifiers",
                                   "commitment key, keep secret"), strict=True):
-        console.print(Text(f"wrote {printable(str(path))} ({what})"))
-    console.print(Text(f"key fingerprint {fingerprint}"))
+        console.print(Text(f"wrote {printable(str(path))} ({what})"), soft_wrap=True)
+    console.print(Text(f"key fingerprint {fingerprint}"), soft_wrap=True)
 
 
 def read_passphrase(path: Path) -> bytes:

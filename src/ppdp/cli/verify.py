@@ -97,10 +97,11 @@ def verify(
         console = out()
         for check in result.checks:
             mark, word, style = ("✓", "ok", "green") if check.ok else ("✗", "FAILED", "red")
+            # One line per check, however long: soft_wrap leaves it to the terminal.
             console.print(Text(f"{mark} {check.name}: {word}: ", style=style)
-                          + Text(printable(check.detail)))
+                          + Text(printable(check.detail)), soft_wrap=True)
         console.print(Text("verified: every check holds" if result.ok
                            else f"not verified: {len(result.failed()) or 'no'} check(s) failed",
-                           style="bold green" if result.ok else "bold red"))
+                           style="bold green" if result.ok else "bold red"), soft_wrap=True)
     if not result.ok:
         raise typer.Exit(EXIT_RELEASE)

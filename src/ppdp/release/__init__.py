@@ -5,8 +5,10 @@ and of itself), and loaded back, verified, to answer count queries.
 Modules: `base` (the Release contract and releases of rows), `format` (file names, digests,
 the metadata's own digest), `write` (Parquet files, ``release.json`` last), `arrow` (rows to and
 from Arrow), `target` (what may be overwritten), `verify` (digests checked on loading, the
-verified ones remembered), `load` (`load_release`, the top of the package: it reads a release
-with the engine that counts it).
+verified ones remembered), `keys` (a signer's key files), `certificate` (the signed
+certificate of a release and its checks), `load` (`load_release`, the top of the package: it
+reads a release with the engine that counts it, checked against its certificate when given the
+signer's public key).
 """
 
 from __future__ import annotations
