@@ -44,10 +44,11 @@ class Limits:
 class ServeConfig:
     """A query server's settings (`ppdp.serve.create_app`).
 
-    ``directory`` holds the releases, one directory each; ``host`` and ``port`` say where the
-    server listens (the Host header of a request must name them); ``token``, when set, must
-    come with every request as ``Authorization: Bearer <token>``; ``public_key`` (a key file),
-    when set, is the key every release's certificate must be signed with."""
+    ``directory`` (a path or its text) holds the releases, one directory each; ``host`` and
+    ``port`` say where the server listens (the Host header of a request must name them);
+    ``token``, when set, must come with every request as ``Authorization: Bearer <token>``;
+    ``public_key`` (a key file), when set, is the key every release's certificate must be
+    signed with."""
 
     directory: Path
     host: str = DEFAULT_HOST
@@ -57,6 +58,10 @@ class ServeConfig:
     limits: Limits = field(default_factory=Limits)
 
     def __post_init__(self) -> None:
+        # Paths given as text are taken as paths (the dataclass is frozen: set through object).
+        object.__setattr__(self, "directory", Path(self.directory))
+        if self.public_key is not None:
+            object.__setattr__(self, "public_key", Path(self.public_key))
         if not self.directory.is_dir():
             raise ValueError(f"{self.directory} is not a directory of releases")
         if not 0 <= self.port <= 65_535:

@@ -33,7 +33,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-_WILDCARDS = {"0.0.0.0", "::", "[::]", ""}  # noqa: S104 - names compared, nothing bound
+_WILDCARDS = {"0.0.0.0", "::", "[::]", ""}
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
