@@ -166,3 +166,18 @@ def test_a_public_key_needs_a_ppdp_that_reads_certificates(tmp_path):
         pytest.skip("this ppdp reads certificates")
     with pytest.raises(ValueError, match="does not read"):
         release_loader(tmp_path / "key.pub")
+
+
+def test_a_websocket_is_refused(api):
+    from starlette.websockets import WebSocketDisconnect
+
+    with pytest.raises(WebSocketDisconnect) as closed, api.websocket_connect("/releases"):
+        pass
+    assert closed.value.code == 1008
+
+
+def test_a_content_length_that_is_not_a_number_is_refused(api):
+    answer = api.post("/releases/splu/count", content=b'{"query": "age > 30"}',
+                      headers={"content-type": "application/json", "content-length": "x1"})
+    assert answer.status_code == 400
+    assert answer.json() == {"error": "the Content-Length header is not a number"}

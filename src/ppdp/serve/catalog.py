@@ -95,6 +95,8 @@ class Catalog:
         `UnknownReleaseError` if there is no such release."""
         identity = self._identity(name)
         if identity is None:
+            with self._lock:  # a release removed from the directory is no longer kept
+                self._entries.pop(name, None)
             raise UnknownReleaseError(f"no release named {name!r}")
         with self._lock:
             entry = self._entries.get(name)

@@ -13,6 +13,7 @@ the Host header, the origin, the token and the size of the body.
 - **Body**: a body longer than the limit is refused (413) from its Content-Length, or, sent in
   chunks, as soon as it exceeds the limit; no more of it is read. The guard reads the body
   (the endpoints take small JSON documents) and hands it on whole.
+- **WebSocket**: refused; no endpoint takes one.
 
 Each refusal is an answer of one line of JSON, ``{"error": "..."}``, as every other."""
 
@@ -68,7 +69,12 @@ class Guard:
         self.max_body = config.limits.max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "websocket":
+            # No endpoint takes one, and none would pass the checks below: refused (403).
+            await receive()
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if scope["type"] != "http":  # the server's start and end (lifespan)
             await self.app(scope, receive, send)
             return
         headers = {key.decode("latin-1").lower(): value.decode("latin-1")
@@ -78,7 +84,10 @@ class Guard:
             await _answer(send, *refusal)
             return
         length = headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_body):
+        if length is not None and not length.isdigit():
+            await _answer(send, 400, "the Content-Length header is not a number")
+            return
+        if length is not None and int(length) > self.max_body:
             await _answer(send, 413, f"the request body is larger than "
                                      f"{self.max_body:,} bytes")
             return
