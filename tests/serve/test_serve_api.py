@@ -149,7 +149,13 @@ def test_a_batch_names_its_bad_query_and_has_a_limit(api):
 def test_unknown_releases_and_paths_out_of_the_directory_are_not_found(api, path):
     answer = api.get(path) if not path.endswith("count") else \
         api.post(path, json={"query": "age > 30"})
-    refused(answer, 404)
+    message = refused(answer, 404)
+    assert message.startswith(("no release named", "no such endpoint:")), message
+
+
+def test_a_method_an_endpoint_does_not_take_is_refused(api):
+    assert refused(api.get("/releases/splu/count"), 405) == \
+        "method not allowed: GET /releases/splu/count"
 
 
 def test_a_damaged_release_is_listed_with_its_reason_and_not_answered(tmp_path, sample,

@@ -67,7 +67,11 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
-        return error_response(exc.status_code, str(exc.detail))
+        # Starlette's own details ("Not Found") say less than the request does.
+        where = f"{request.method} {request.url.path}"
+        message = {404: f"no such endpoint: {where}",
+                   405: f"method not allowed: {where}"}.get(exc.status_code, str(exc.detail))
+        return error_response(exc.status_code, message)
 
     @app.exception_handler(Exception)
     async def bug(request: Request, exc: Exception) -> Response:
