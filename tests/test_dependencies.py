@@ -17,12 +17,18 @@ PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 ADVISORIES = [
     ("pyarrow", "14.0.1", "CVE-2023-47248: deserialisation of untrusted Parquet/IPC data "
                           "runs arbitrary code (load_release reads Parquet files)"),
+    # ppdp serve (the serve extra) takes requests from the network.
+    ("starlette", "0.47.2", "CVE-2025-54121: a large multipart upload blocks the event loop"),
+    ("starlette", "0.49.1", "CVE-2025-62727: a crafted Range header takes quadratic time"),
+    ("h11", "0.16.0", "CVE-2025-43859: lenient chunked-encoding parsing allows request "
+                      "smuggling (uvicorn's HTTP parser)"),
 ]
 
 
 def declared() -> dict[str, Requirement]:
     project = tomllib.loads(PYPROJECT.read_text())["project"]
-    return {Requirement(text).name: Requirement(text) for text in project["dependencies"]}
+    texts = [*project["dependencies"], *project["optional-dependencies"]["serve"]]
+    return {Requirement(text).name: Requirement(text) for text in texts}
 
 
 @pytest.mark.parametrize(("package", "fixed", "advisory"), ADVISORIES)
