@@ -5,17 +5,17 @@ bodies; and the command's one-line errors."""
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+import ppdp
 import ppdp.serve
 import ppdp.serve.catalog
 from ppdp.cli import app
 from ppdp.serve import Limits, ServeConfig
-from ppdp.serve.catalog import release_loader
 from ppdp.serve.config import TOKEN_ENV, check_bind, is_loopback, read_token
 
 TOKEN = "a-token-of-enough-characters"
@@ -147,25 +147,40 @@ def test_the_command_without_the_extra_says_which_to_install(releases, monkeypat
     assert "pip install 'ppdp[serve]'" in " ".join(result.output.split())
 
 
-def test_a_configured_public_key_is_passed_to_load_release(monkeypatch, tmp_path):
-    calls: list[tuple[Path, object]] = []
+def test_with_a_public_key_only_certified_releases_are_served(tmp_path, sample, make_client):
+    """A release whose certificate verifies is served; one whose certificate was changed
+    after signing, or that has none, is refused in one line."""
+    from ppdp.certify import certify, write_certificate
+    from ppdp.release.keys import create_keys, load_commitment_key, load_private_key
 
-    def load_release(path: Path, engine: str = "auto", *, public_key: object = None) -> Any:
-        calls.append((path, public_key))
-        return "loaded"
-
-    monkeypatch.setattr(ppdp.serve.catalog, "load_release", load_release)
-    key = tmp_path / "key.pub"
-    assert release_loader(None) is load_release
-    assert release_loader(key)(tmp_path / "r") == "loaded"
-    assert calls == [(tmp_path / "r", key)]
-
-
-def test_a_public_key_needs_a_ppdp_that_reads_certificates(tmp_path):
-    if importlib.util.find_spec("ppdp.release.certificate") is not None:
-        pytest.skip("this ppdp reads certificates")
-    with pytest.raises(ValueError, match="does not read"):
-        release_loader(tmp_path / "key.pub")
+    directory = tmp_path / "releases"
+    directory.mkdir()
+    source = tmp_path / "sample.parquet"
+    pq.write_table(sample.to_arrow(), source)
+    create_keys(tmp_path / "keys")
+    for name in ("signed", "changed", "unsigned"):
+        release = ppdp.Anatomy(l=3).publish(sample, random_state=1).save(directory / name)
+        if name == "unsigned":
+            continue
+        document = certify(release, sample, source=str(source), attacks=False,
+                           private_key=load_private_key(tmp_path / "keys" / "signing.key"),
+                           commitment_key=load_commitment_key(tmp_path / "keys" /
+                                                              "commitment.key"))
+        write_certificate(document, release / "certificate")
+    changed = directory / "changed" / "certificate" / "certificate.json"
+    changed.write_bytes(changed.read_bytes().replace(b'"l":3', b'"l":4'))
+    query = {"query": "sex = 'Female' AND occupation = 'Sales'"}
+    with make_client(directory, public_key=tmp_path / "keys" / "signing.pub") as api:
+        answer = api.post("/releases/signed/count", json=query)
+        assert answer.status_code == 200
+        expected = ppdp.load_release(directory / "signed").count(query["query"])
+        assert answer.json()["estimate"] == expected.value
+        for name, reason in (("changed", "changed after signing"),
+                             ("unsigned", "certificate")):
+            refused = api.post(f"/releases/{name}/count", json=query)
+            assert refused.status_code >= 400
+            assert reason in refused.json()["error"]
+            assert "\n" not in refused.json()["error"]
 
 
 def test_a_websocket_is_refused(api):

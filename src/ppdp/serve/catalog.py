@@ -14,7 +14,7 @@ of a save in progress), no symbolic links (which could lead out of the directory
 
 from __future__ import annotations
 
-import inspect
+import functools
 import os
 import stat
 import threading
@@ -52,20 +52,10 @@ class Entry:
 
 def release_loader(public_key: Path | None) -> Loader:
     """How the server loads a release: `load_release`, given the public key its certificate
-    must verify with when one is configured."""
+    must verify with when one is configured (`ppdp.release.load.load_release`)."""
     if public_key is None:
         return load_release
-    if "public_key" not in inspect.signature(load_release).parameters:
-        raise ValueError("a public key verifies release certificates, which this version of "
-                         "ppdp does not read; upgrade ppdp or leave out the key")
-    # Through Any: the keyword is checked above, not by the type of this ppdp's load_release.
-    loader: Any = load_release
-
-    def load(path: Path) -> Release:
-        loaded: Release = loader(path, public_key=public_key)
-        return loaded
-
-    return load
+    return functools.partial(load_release, public_key=public_key)
 
 
 class Catalog:
