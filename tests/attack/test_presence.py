@@ -79,3 +79,13 @@ def test_repeated_tuples_were_certainly_present(sample: ppdp.Table) -> None:
     assert result.details["individuals"] == exposed.sum() > 0
     assert np.array_equal(result.risk == 1.0, exposed)
     assert result.details["posterior_seen_twice"] == 1.0 and result.bound is None
+
+
+def test_a_view_set_by_alpha_and_beta_alone_is_not_attacked_for_presence(
+        sample: ppdp.Table) -> None:
+    """Without (d, gamma) a view states no prior and no bound: the presence attack says it
+    does not apply, and the other attacks still run."""
+    release = ppdp.AlphaBeta(alpha=0.3, beta=1e-6).publish(sample, random_state=4)
+    report = ppdp.attack(release, sample, random_state=4)
+    assert "alpha and beta" in report.not_applicable["presence"]
+    assert "presence" not in [result.attack for result in report.results]

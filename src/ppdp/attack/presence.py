@@ -53,6 +53,11 @@ def applies(targets: Targets) -> str | None:
     """Why the attack does not apply (None: it applies)."""
     if targets.release.mechanism not in ("alphabeta", "frapp"):
         return "only alpha-beta and FRAPP promise (d, gamma)-privacy of tuples"
+    if targets.release.parameters.get("gamma") is None:
+        # Set by alpha and beta alone, the view states no prior d and no bound gamma to
+        # measure the posterior at and against.
+        return ("this alpha-beta view was set by alpha and beta, not by (d, gamma) or (k, "
+                "gamma): it promises no (d, gamma)-privacy to measure")
     return None
 
 
