@@ -20,6 +20,7 @@ from ppdp.cli import (
     mechanisms,
     publish,
     risk,
+    ui,
 )
 from ppdp.cli._app import app, filled_help, main
 
@@ -30,6 +31,7 @@ _FILLED = {attack.attack: attack.help_lists, evaluate.evaluate: evaluate.help_li
 
 # The commands, in the order `ppdp --help` lists them.
 for _command in (publish.publish, count.count, guarantee.guarantee, risk.risk, attack.attack,
-                 evaluate.evaluate, compare.compare, mechanisms.mechanisms, demo.demo):
+                 evaluate.evaluate, compare.compare, mechanisms.mechanisms, demo.demo,
+                 ui.ui):
     _fill = _FILLED.get(_command)
     app.command(cls=filled_help(_fill) if _fill is not None else None)(_command)

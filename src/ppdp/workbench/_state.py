@@ -13,12 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from ppdp.errors import PpdpError
 from ppdp.evaluate.compare import compare
 from ppdp.evaluate.compare_report import Comparison
 from ppdp.io.storage import write_atomic
 from ppdp.release.base import Release
 from ppdp.release.load import load_release
 from ppdp.table.table import Table
+from ppdp.workbench._pages import first_line
 from ppdp.workbench._recipe import Recipe, release_name
 
 __all__ = ["Dataset", "Job", "Published", "Workspace"]
@@ -141,8 +143,12 @@ class Workspace:
         def run() -> None:
             try:
                 result = compare(table, privacy=privacy, quick=True, progress=tell)
-            except (ValueError, LookupError, ArithmeticError, OSError) as exc:
-                job.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            except (PpdpError, ValueError, LookupError, ArithmeticError, OSError) as exc:
+                job.error = first_line(exc)
+                return
+            except Exception as exc:  # any other: a bug, but the page must not wait for ever
+                job.error = f"an error in ppdp, please report it: {type(exc).__name__}: " \
+                            f"{first_line(exc)}"
                 return
             result.source = recipe.source
             job.result = result
@@ -157,11 +163,11 @@ class Workspace:
         result = job.result
         if result is None:
             raise ValueError("the comparison has not finished")
-        chosen = next((m for m in result.mechanisms if m.name == mechanism
-                       and m.status == "compared"), None)
+        compared = {m.name: m for m in result.mechanisms if m.status == "compared"}
+        chosen = compared.get(mechanism)
         if chosen is None:
             raise ValueError(f"{mechanism[:40]!r} was not compared at this privacy; choose "
-                             f"one of {', '.join(m.name for m in result.mechanisms if m.status == 'compared')}")
+                             f"one of {', '.join(compared) or 'none'}")
         directory = self.releases / name
         if directory.exists():
             raise FileExistsError(f"a release named {name!r} exists; choose another name")

@@ -63,7 +63,7 @@ def column_rows(table: Table, *, sensitive: str | None) -> list[dict[str, Any]]:
         role = "sensitive" if column.name == sensitive else (
             "ignored" if column.role == Role.IGNORED else "quasi-identifier")
         rows.append({"index": index, "name": column.name, "kind": KIND_NAMES[column.kind],
-                     "distinct": int(len(present)), "declared": column.declared,
+                     "distinct": len(present), "declared": column.declared,
                      "domain": domain_text(column) if column.declared else "",
                      "present": shown, "role": role})
     return rows
