@@ -72,6 +72,7 @@ def create_workbench_app(workspace: Path, *, max_upload_bytes: int = MAX_UPLOAD_
                          sample_rows: int = 2000) -> FastAPI:
     """The workbench as an app of its own over the folder ``workspace``."""
     app = FastAPI(title="ppdp workbench", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.workspace_root = Path(workspace)
     app.mount("/static", StaticFiles(packages=[("ppdp.workbench", "static")]), name="static")
     app.include_router(workbench_router(workspace, max_upload_bytes=max_upload_bytes,
                                         sample_rows=sample_rows))
