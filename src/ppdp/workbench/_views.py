@@ -143,9 +143,15 @@ def risk_utility_svg(comparison: Comparison) -> str:
     for tick in np.linspace(0, x_max, 5):
         parts.append(f"<text x='{x(tick):.1f}' y='{height - bottom + 16}' class='tick' "
                      f"text-anchor='middle'>{tick:.2g}</text>")
-    for name, risk, error in points:
+    # Labels of points that (nearly) coincide are stacked, not drawn over each other.
+    placed: list[tuple[float, float]] = []
+    for name, risk, error in sorted(points, key=lambda p: (p[2], p[1])):
+        label_y = y(error) + 4
+        while any(abs(label_y - b) < 13 and abs(x(risk) - a) < 60 for a, b in placed):
+            label_y -= 13
+        placed.append((x(risk), label_y))
         parts.append(f"<circle cx='{x(risk):.1f}' cy='{y(error):.1f}' r='5' class='point'/>"
-                     f"<text x='{x(risk) + 8:.1f}' y='{y(error) + 4:.1f}' "
+                     f"<text x='{x(risk) + 8:.1f}' y='{label_y:.1f}' "
                      f"class='label'>{html.escape(name)}</text>")
     parts.append("</svg>")
     return "".join(parts)
