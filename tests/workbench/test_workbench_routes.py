@@ -30,7 +30,8 @@ from ppdp.workbench._release_routes import MAX_QUERY_CHARS, certify_module  # no
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
     root = tmp_path_factory.mktemp("workspace")
-    return TestClient(create_workbench_app(root, max_upload_bytes=100_000))
+    return TestClient(create_workbench_app(root, max_upload_bytes=100_000),
+                      base_url="http://127.0.0.1")
 
 
 def open_csv(client: TestClient, path: Path, **extra: str) -> Any:
@@ -304,7 +305,7 @@ def test_the_python_code_shown_makes_the_same_release(client: TestClient,
 
 def test_a_saved_release_opens_after_a_restart(client: TestClient, journey: dict[str, Any],
                                                visits: Path) -> None:
-    fresh = TestClient(create_workbench_app(_workspace(client)))
+    fresh = TestClient(create_workbench_app(_workspace(client)), base_url="http://127.0.0.1")
     assert "visits-release" in fresh.get("/").text
     query = "disease = 'flu'"
     answer = fresh.post("/releases/visits-release/query", data={"query": query})
@@ -329,3 +330,18 @@ def test_the_workspace_is_not_written_outside(client: TestClient,
     root = _workspace(client)
     assert sorted(p.name for p in root.iterdir()) == ["recipes", "releases", "uploads"]
     assert os.listdir(root / "recipes") == ["visits-release.json"]
+
+
+def test_a_form_from_another_site_is_refused(client: TestClient,
+                                             journey: dict[str, Any]) -> None:
+    answer = client.post(f"{journey['release']}/query", data={"query": "sex = 'F'"},
+                         headers={"Origin": "https://elsewhere.example"})
+    assert answer.status_code == 403
+    assert error_line(answer.text) == "a request from another site's page is refused"
+    same = client.post(f"{journey['release']}/query", data={"query": "sex = 'F'"},
+                       headers={"Origin": "http://127.0.0.1"})
+    assert same.status_code == 200
+
+
+def test_another_host_name_is_refused(client: TestClient) -> None:
+    assert client.get("/", headers={"Host": "attacker.example"}).status_code == 400

@@ -13,19 +13,25 @@ opened (``uploads/``), the releases (``releases/``) and, beside each release, wh
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from ppdp.workbench._data_routes import data_routes
 from ppdp.workbench._pages import PageError, page
 from ppdp.workbench._release_routes import certify_routes, release_routes
 from ppdp.workbench._state import Workspace
 
-__all__ = ["MAX_UPLOAD_BYTES", "add_error_pages", "create_workbench_app", "workbench_router"]
+__all__ = ["LOCAL_HOSTS", "MAX_UPLOAD_BYTES", "add_error_pages", "create_workbench_app",
+           "same_origin", "workbench_router"]
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost")
+"""The host names the standalone workbench answers to."""
 
 MAX_UPLOAD_BYTES = 200_000_000
 """The largest file the workbench opens (200 MB): a larger table belongs on the command line,
@@ -41,11 +47,20 @@ def workbench_router(workspace: Path | Workspace, *, max_upload_bytes: int = MAX
     state = workspace if isinstance(workspace, Workspace) else Workspace(
         Path(workspace), sample_rows=sample_rows)
     state.root.mkdir(parents=True, exist_ok=True)
-    router = APIRouter()
+    router = APIRouter(dependencies=[Depends(same_origin)])
     router.include_router(data_routes(state, max_upload_bytes=max_upload_bytes))
     router.include_router(release_routes(state))
     router.include_router(certify_routes(state))
     return router
+
+
+def same_origin(request: Request) -> None:
+    """Refuse a form sent from another site's page (a browser names the page's origin): a
+    page elsewhere must not publish, upload or certify through the custodian's workbench."""
+    origin = request.headers.get("origin")
+    if request.method != "GET" and origin is not None and \
+            urlsplit(origin).netloc != request.headers.get("host"):
+        raise PageError(403, "a request from another site's page is refused")
 
 
 def add_error_pages(app: FastAPI) -> None:
@@ -73,6 +88,9 @@ def create_workbench_app(workspace: Path, *, max_upload_bytes: int = MAX_UPLOAD_
     """The workbench as an app of its own over the folder ``workspace``."""
     app = FastAPI(title="ppdp workbench", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.workspace_root = Path(workspace)
+    # Only the names of this computer: a page elsewhere whose name is made to point here (DNS
+    # rebinding) is refused.
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(LOCAL_HOSTS))
     app.mount("/static", StaticFiles(packages=[("ppdp.workbench", "static")]), name="static")
     app.include_router(workbench_router(workspace, max_upload_bytes=max_upload_bytes,
                                         sample_rows=sample_rows))
