@@ -4,6 +4,7 @@ each bad request answered with its 4xx status and one line."""
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import os
@@ -254,11 +255,12 @@ def test_the_release_downloads_as_a_zip_of_its_files(client: TestClient,
     root = _workspace(client) / "releases" / "visits-release"
     assert sorted(archive.namelist()) == sorted(
         f"visits-release/{p.relative_to(root).as_posix()}" for p in root.rglob("*")
-        if p.is_file())
+        if p.is_file() and p.relative_to(root).parts[0] != "certificate")
 
 
 def test_the_certificate_is_offered_as_this_ppdp_can(client: TestClient,
-                                                     journey: dict[str, Any]) -> None:
+                                                     journey: dict[str, Any],
+                                                     tmp_path: Path) -> None:
     page = client.get(journey["release"]).text
     assert client.get(f"{journey['release']}/certificate.zip").status_code == 404
     if certify_module() is None:
@@ -268,6 +270,13 @@ def test_the_certificate_is_offered_as_this_ppdp_can(client: TestClient,
     else:
         answer = client.post(f"{journey['release']}/certify", data={"key": "no-such.key"})
         assert answer.status_code == 400 and "no key file" in error_line(answer.text)
+        keys = importlib.import_module("ppdp.release.keys")
+        key = next(p for p in keys.create_keys(tmp_path / "keys") if p.name == keys.KEY_FILE)
+        signed = client.post(f"{journey['release']}/certify", data={"key": str(key)})
+        assert signed.status_code == 200, error_line(signed.text)
+        download = client.get(f"{journey['release']}/certificate.zip")
+        names = zipfile.ZipFile(io.BytesIO(download.content)).namelist()
+        assert "visits-release-certificate/certificate.json" in names
 
 
 def test_the_command_line_shown_makes_the_same_release(client: TestClient,
@@ -345,3 +354,33 @@ def test_a_form_from_another_site_is_refused(client: TestClient,
 
 def test_another_host_name_is_refused(client: TestClient) -> None:
     assert client.get("/", headers={"Host": "attacker.example"}).status_code == 400
+
+
+def test_ppdp_ui_serves_on_127_0_0_1(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import urllib.request
+
+    env = {**os.environ, "PYTHONPATH": str(Path(ppdp.__file__).parents[1])}
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from ppdp.cli import main; main()", "ui", "--port", "0",
+         "--no-browser", "--workspace", str(tmp_path / "ws")],
+        stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        address = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        assert address, line
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with urllib.request.urlopen(address.group(0), timeout=5) as answer:
+                    assert answer.status == 200 and b'lang="en"' in answer.read()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the workbench did not answer"
+                time.sleep(0.1)
+        assert (tmp_path / "ws").is_dir()
+    finally:
+        process.terminate()
+        process.wait(10)

@@ -14,7 +14,6 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from starlette.datastructures import UploadFile
 
 from ppdp.data.bundled import NAMES
-from ppdp.data.schema import Role
 from ppdp.datasets import load
 from ppdp.errors import PpdpError
 from ppdp.evaluate.advice import parse_privacy
@@ -218,7 +217,7 @@ def _table_page(request: Request, workspace: Workspace, dataset: Dataset, *,
                 sample=(fields or {}).get("sample", "on" if table.n_rows > workspace.sample_rows
                                           else "") == "on",
                 roles=[("quasi-identifier", "quasi-identifier"), ("sensitive", "sensitive"),
-                       ("ignored", "not published")], Role=Role)
+                       ("ignored", "not published")])
 
 
 def _comparison_page(request: Request, workspace: Workspace, key: str, *,

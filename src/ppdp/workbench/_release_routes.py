@@ -195,7 +195,8 @@ def certify_routes(workspace: Workspace) -> APIRouter:
                 raise FileNotFoundError(f"no key file {str(key)[:200]!r}: make one with "
                                         f"ppdp keys create")
             passphrase_text = str(form.get("passphrase", ""))
-            private_key = keys.load_private_key(key, passphrase=passphrase_text or None)
+            private_key = keys.load_private_key(
+                key, passphrase=passphrase_text.encode() if passphrase_text else None)
             secret = keys.load_commitment_key(key.parent / keys.COMMITMENT_KEY_FILE)
             source = workspace.source_of(published)
             if source is None:
