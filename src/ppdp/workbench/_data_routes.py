@@ -11,6 +11,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from ppdp.data.bundled import NAMES
@@ -75,7 +76,8 @@ def data_routes(workspace: Workspace, *, max_upload_bytes: int) -> APIRouter:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, data)
         try:
-            table = read_table(path, missing="drop" if drop else "error")
+            table = await run_in_threadpool(read_table, path,
+                                            missing="drop" if drop else "error")
         except _BAD_INPUT as exc:
             raise PageError(422, f"{name}: {first_line(exc)}") from None
         dataset = workspace.add_dataset(name, path, table, drop_missing=drop)
@@ -88,7 +90,7 @@ def data_routes(workspace: Workspace, *, max_upload_bytes: int) -> APIRouter:
         if name not in NAMES:
             raise PageError(400, f"no bundled dataset {name[:40]!r}; bundled: "
                                  f"{', '.join(NAMES)}")
-        table = load(name)
+        table = await run_in_threadpool(load, name)
         dataset = workspace.add_dataset(name, None, table, drop_missing=False)
         return RedirectResponse(f"/tables/{dataset.id}", status_code=303)
 
@@ -106,8 +108,8 @@ def data_routes(workspace: Workspace, *, max_upload_bytes: int) -> APIRouter:
             privacy = fields.get("privacy", "").strip()
             target = parse_privacy(privacy)
             dataset.recipe, dataset.privacy = recipe, target.text()
-            job = workspace.start_comparison(dataset, recipe, target.text(),
-                                             sample=fields.get("sample") == "on")
+            job = await run_in_threadpool(workspace.start_comparison, dataset, recipe,
+                                          target.text(), sample=fields.get("sample") == "on")
         except _BAD_INPUT as exc:
             return _table_page(request, workspace, dataset, error=first_line(exc),
                                fields=fields, status=400)
@@ -133,8 +135,9 @@ def data_routes(workspace: Workspace, *, max_upload_bytes: int) -> APIRouter:
         job = _job(workspace, key)
         form = await request.form(max_fields=5)
         try:
-            published = workspace.publish(job, str(form.get("mechanism", "")),
-                                          str(form.get("name", "")))
+            published = await run_in_threadpool(workspace.publish, job,
+                                                str(form.get("mechanism", "")),
+                                                str(form.get("name", "")))
         except _BAD_INPUT as exc:
             status = 409 if isinstance(exc, FileExistsError) else 400
             return _comparison_page(request, workspace, key, error=first_line(exc),

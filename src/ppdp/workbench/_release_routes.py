@@ -13,6 +13,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from ppdp.attack.run import run_attacks
 from ppdp.errors import MissingDependencyError, PpdpError
@@ -60,9 +61,7 @@ def release_routes(workspace: Workspace) -> APIRouter:
                                  query_error=f"the query is {len(text):,} characters; the "
                                              f"limit is {MAX_QUERY_CHARS:,}")
         try:
-            estimate = workspace.loaded(published).count(text)
-            source = workspace.source_of(published)
-            truth = None if source is None else source.count(text)
+            estimate, truth = await run_in_threadpool(_answers, workspace, published, text)
         except _BAD_INPUT as exc:
             return _release_page(request, workspace, published, status=400, query=text,
                                  query_error=first_line(exc))
@@ -107,6 +106,35 @@ def release_routes(workspace: Workspace) -> APIRouter:
         return _text(_reproduction(workspace, name, "python"), f"{name}.py")
 
     return router
+
+
+def _answers(workspace: Workspace, published: Published, text: str) -> tuple[Any, Any]:
+    """The release's answer to a query, and the source's (None where it is not known)."""
+    estimate = workspace.loaded(published).count(text)
+    source = workspace.source_of(published)
+    return estimate, None if source is None else source.count(text)
+
+
+def _certify(workspace: Workspace, published: Published, build: ModuleType, key: Path,
+             passphrase: str) -> None:
+    """Sign the release's certificate with the key file ``key`` and write it inside the
+    release, where ``ppdp certify`` writes it."""
+    keys = importlib.import_module("ppdp.release.keys")
+    if not key.is_file():
+        raise FileNotFoundError(f"no key file {str(key)[:200]!r}: make one with "
+                                f"ppdp keys create")
+    private_key = keys.load_private_key(key, passphrase=passphrase.encode() if passphrase
+                                        else None)
+    secret = keys.load_commitment_key(key.parent / keys.COMMITMENT_KEY_FILE)
+    source = workspace.source_of(published)
+    if source is None:
+        raise ValueError("the source of this release is not known to the workspace: certify "
+                         "it with ppdp certify")
+    document = build.certify(published.directory, source, private_key=private_key,
+                             commitment_key=secret,
+                             source=published.meta.get("source", "source"))
+    build.write_certificate(document, published.directory / CERTIFICATE_DIRECTORY,
+                            overwrite=True)
 
 
 def _published(workspace: Workspace, name: str) -> Published:
@@ -189,24 +217,9 @@ def certify_routes(workspace: Workspace) -> APIRouter:
             if build is None:
                 raise ValueError("this ppdp cannot certify releases: install a ppdp with "
                                  "ppdp certify")
-            keys = importlib.import_module("ppdp.release.keys")
             key = Path(str(form.get("key", "")).strip()).expanduser()
-            if not key.is_file():
-                raise FileNotFoundError(f"no key file {str(key)[:200]!r}: make one with "
-                                        f"ppdp keys create")
-            passphrase_text = str(form.get("passphrase", ""))
-            private_key = keys.load_private_key(
-                key, passphrase=passphrase_text.encode() if passphrase_text else None)
-            secret = keys.load_commitment_key(key.parent / keys.COMMITMENT_KEY_FILE)
-            source = workspace.source_of(published)
-            if source is None:
-                raise ValueError("the source of this release is not known to the workspace: "
-                                 "certify it with ppdp certify")
-            document = build.certify(published.directory, source, private_key=private_key,
-                                     commitment_key=secret,
-                                     source=published.meta.get("source", "source"))
-            build.write_certificate(document, published.directory / CERTIFICATE_DIRECTORY,
-                                    overwrite=True)
+            await run_in_threadpool(_certify, workspace, published, build, key,
+                                    str(form.get("passphrase", "")))
         except (*_BAD_INPUT, TypeError) as exc:
             return _release_page(request, workspace, published, status=400,
                                  certify_error=first_line(exc))
