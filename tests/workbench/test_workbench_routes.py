@@ -384,3 +384,17 @@ def test_ppdp_ui_serves_on_127_0_0_1(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_the_python_code_of_adult_declares_a_changed_domain() -> None:
+    from ppdp.workbench._recipe import Recipe
+
+    recipe = Recipe("adult", None, "occupation", ("age", "sex"), {"age": "10..99"}, False,
+                    all_quasi_identifiers=False)
+    code = recipe.python("anatomy", {"l": 4}, "unused")
+    namespace: dict[str, Any] = {}
+    exec(compile(code.split("mechanism =")[0], "reproduce.py", "exec"), namespace)
+    read = recipe.read()
+    assert namespace["table"].schema == read.schema
+    assert read.schema["age"].domain == tuple(range(10, 100))
+    assert "--domain age=10..99" in recipe.command("anatomy", {"l": 4}, "out")

@@ -97,26 +97,29 @@ class Recipe:
 
     def python(self, mechanism: str, parameters: Mapping[str, Any], output: str) -> str:
         """Python code that makes the same release (from OS entropy: no seed)."""
-        roles = f"sensitive={self.sensitive!r}, quasi_identifiers={list(self.quasi_identifiers)!r}"
+        arguments = [repr(self.source), f"sensitive={self.sensitive!r}",
+                     f"quasi_identifiers={list(self.quasi_identifiers)!r}"]
         domains = {k: _literal(v) for k, v in self.declared().items()}
         lines = ["import ppdp", ""]
         if self.path is None:
-            lines.append(f"table = ppdp.datasets.load({self.source!r}, {roles})")
+            lines.append(f"table = ppdp.datasets.load({', '.join(arguments)})")
             if domains:
-                lines.append(f"table = table.with_domains({domains!r})")
+                # Table.with_domains takes the values themselves: a range, not {min, max}.
+                ranges = {k: _range_literal(v) for k, v in self.declared().items()}
+                lines.append("table = table.with_domains({" + ", ".join(
+                    f"{k!r}: {v}" for k, v in ranges.items()) + "})")
             if self.observed:
                 lines.append("table = table.declare_observed_domains()")
         else:
-            extra = ""
             if domains:
-                extra += f",\n                        domains={domains!r}"
+                arguments.append(f"domains={domains!r}")
             if self.observed:
-                extra += ",\n                        observed_domains=True"
+                arguments.append("observed_domains=True")
             if self.drop_missing:
-                extra += ",\n                        missing='drop'"
-            lines.append(f"table = ppdp.read_table({self.source!r}, {roles}{extra})")
-        arguments = ", ".join(f"{k}={v!r}" for k, v in parameters.items())
-        lines += [f"mechanism = ppdp.get_mechanism({mechanism!r})({arguments})",
+                arguments.append("missing='drop'")
+            lines.append("table = ppdp.read_table(\n    " + ",\n    ".join(arguments) + ")")
+        chosen = ", ".join(f"{k}={v!r}" for k, v in parameters.items())
+        lines += [f"mechanism = ppdp.get_mechanism({mechanism!r})({chosen})",
                   "release = mechanism.publish(table)  # no seed: drawn from OS entropy",
                   f"release.save({output!r})", ""]
         return "\n".join(lines)
@@ -127,3 +130,10 @@ def _literal(domain: Any) -> Any:
     if isinstance(domain, range):
         return {"min": domain.start, "max": domain.stop - 1}
     return list(domain)
+
+
+def _range_literal(domain: Any) -> str:
+    """A parsed domain as the Python text of its values (a run of integers as a range)."""
+    if isinstance(domain, range):
+        return f"range({domain.start}, {domain.stop})"
+    return repr(list(domain))
