@@ -398,3 +398,19 @@ def test_the_python_code_of_adult_declares_a_changed_domain() -> None:
     assert namespace["table"].schema == read.schema
     assert read.schema["age"].domain == tuple(range(10, 100))
     assert "--domain age=10..99" in recipe.command("anatomy", {"l": 4}, "out")
+
+
+def test_the_workbench_mounts_under_a_path_of_another_app(tmp_path: Path) -> None:
+    from fastapi import FastAPI
+
+    parent = FastAPI()
+    parent.mount("/workbench", create_workbench_app(tmp_path))
+    client = TestClient(parent, base_url="http://127.0.0.1")
+    home = client.get("/workbench/").text
+    assert 'href="/workbench/static/workbench.css"' in home
+    assert 'action="/workbench/open/bundled"' in home and 'action="/open' not in home
+    opened = client.post("/workbench/open/bundled", data={"name": "adult"},
+                         follow_redirects=False)
+    assert opened.headers["location"].startswith("/workbench/tables/")
+    assert client.get("/workbench/static/workbench.js").status_code == 200
+    assert client.get("/workbench/releases/none").status_code == 404

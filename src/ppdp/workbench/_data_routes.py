@@ -20,7 +20,7 @@ from ppdp.errors import PpdpError
 from ppdp.evaluate.advice import parse_privacy
 from ppdp.io.read import read_table
 from ppdp.io.storage import write_atomic
-from ppdp.workbench._pages import PageError, first_line, page
+from ppdp.workbench._pages import PageError, base, first_line, page
 from ppdp.workbench._recipe import Recipe, domain_text
 from ppdp.workbench._state import Dataset, Workspace
 from ppdp.workbench._views import (
@@ -81,7 +81,7 @@ def data_routes(workspace: Workspace, *, max_upload_bytes: int) -> APIRouter:
         except _BAD_INPUT as exc:
             raise PageError(422, f"{name}: {first_line(exc)}") from None
         dataset = workspace.add_dataset(name, path, table, drop_missing=drop)
-        return RedirectResponse(f"/tables/{dataset.id}", status_code=303)
+        return RedirectResponse(f"{base(request)}/tables/{dataset.id}", status_code=303)
 
     @router.post("/open/bundled")
     async def bundled(request: Request) -> Response:
@@ -92,7 +92,7 @@ def data_routes(workspace: Workspace, *, max_upload_bytes: int) -> APIRouter:
                                  f"{', '.join(NAMES)}")
         table = await run_in_threadpool(load, name)
         dataset = workspace.add_dataset(name, None, table, drop_missing=False)
-        return RedirectResponse(f"/tables/{dataset.id}", status_code=303)
+        return RedirectResponse(f"{base(request)}/tables/{dataset.id}", status_code=303)
 
     @router.get("/tables/{key}", response_class=HTMLResponse)
     def table_page(request: Request, key: str) -> Response:
@@ -113,7 +113,7 @@ def data_routes(workspace: Workspace, *, max_upload_bytes: int) -> APIRouter:
         except _BAD_INPUT as exc:
             return _table_page(request, workspace, dataset, error=first_line(exc),
                                fields=fields, status=400)
-        return RedirectResponse(f"/comparisons/{job.id}", status_code=303)
+        return RedirectResponse(f"{base(request)}/comparisons/{job.id}", status_code=303)
 
     @router.get("/comparisons/{key}", response_class=HTMLResponse)
     def comparison(request: Request, key: str) -> Response:
@@ -142,7 +142,7 @@ def data_routes(workspace: Workspace, *, max_upload_bytes: int) -> APIRouter:
             status = 409 if isinstance(exc, FileExistsError) else 400
             return _comparison_page(request, workspace, key, error=first_line(exc),
                                     status=status)
-        return RedirectResponse(f"/releases/{published.name}", status_code=303)
+        return RedirectResponse(f"{base(request)}/releases/{published.name}", status_code=303)
 
     return router
 

@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-__all__ = ["PageError", "first_line", "page", "templates"]
+__all__ = ["PageError", "base", "first_line", "page", "templates"]
 
 templates = Jinja2Templates(env=Environment(
     loader=PackageLoader("ppdp.workbench", "templates"), autoescape=select_autoescape(["html"]),
@@ -26,10 +26,17 @@ class PageError(Exception):
         self.message = message
 
 
+def base(request: Request) -> str:
+    """The path the workbench is mounted at ('' at the root): its pages' links start with
+    it, so that another app may mount the workbench under a path of its own."""
+    return str(request.scope.get("root_path", "")).rstrip("/")
+
+
 def page(request: Request, template: str, status: int = 200, /, **context: Any
          ) -> HTMLResponse:
     """A page rendered from its template."""
-    return templates.TemplateResponse(request, template, context, status_code=status)
+    return templates.TemplateResponse(request, template, {"base": base(request), **context},
+                                      status_code=status)
 
 
 def first_line(error: BaseException) -> str:
