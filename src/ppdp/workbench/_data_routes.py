@@ -22,7 +22,7 @@ from ppdp.io.read import read_table
 from ppdp.io.storage import write_atomic
 from ppdp.workbench._pages import PageError, base, first_line, page
 from ppdp.workbench._recipe import Recipe, domain_text
-from ppdp.workbench._state import Dataset, Workspace
+from ppdp.workbench._state import Dataset, Job, Workspace
 from ppdp.workbench._views import (
     FORMS_LINE,
     GOALS,
@@ -154,7 +154,7 @@ def _dataset(workspace: Workspace, key: str) -> Dataset:
         raise PageError(404, first_line(exc)) from None
 
 
-def _job(workspace: Workspace, key: str) -> Any:
+def _job(workspace: Workspace, key: str) -> Job:
     try:
         return workspace.job(key)
     except LookupError as exc:

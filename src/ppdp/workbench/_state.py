@@ -212,6 +212,7 @@ class Workspace:
         return published
 
     def loaded(self, published: Published) -> Release:
+        """The release itself, loaded (and verified) on first use."""
         if published.release is None:
             published.release = load_release(published.directory)
         return published.release
@@ -226,6 +227,7 @@ class Workspace:
         return published.source
 
     def saved_releases(self) -> list[str]:
+        """The names of the releases saved in the workspace."""
         if not self.releases.is_dir():
             return []
         return sorted(p.name for p in self.releases.iterdir()
