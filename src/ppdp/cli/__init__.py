@@ -23,6 +23,7 @@ from ppdp.cli import (
     publish,
     risk,
     serve,
+    ui,
     verify,
 )
 from ppdp.cli._app import app, filled_help, main
@@ -36,7 +37,7 @@ _FILLED = {attack.attack: attack.help_lists, evaluate.evaluate: evaluate.help_li
 for _command in (publish.publish, count.count, guarantee.guarantee, risk.risk, attack.attack,
                  certify.certify,
                  evaluate.evaluate, compare.compare, mechanisms.mechanisms, serve.serve,
-                 demo.demo):
+                 ui.ui, demo.demo):
     _fill = _FILLED.get(_command)
     app.command(cls=filled_help(_fill) if _fill is not None else None)(_command)
 app.command()(verify.verify)
