@@ -381,6 +381,9 @@ def test_ppdp_ui_serves_on_127_0_0_1(tmp_path: Path) -> None:
                 assert time.monotonic() < deadline, "the workbench did not answer"
                 time.sleep(0.1)
         assert (tmp_path / "ws").is_dir()
+        # The same server answers count queries of the workspace's releases (none yet).
+        with urllib.request.urlopen(f"{address.group(0)}api/releases", timeout=5) as answer:
+            assert answer.status == 200 and json.loads(answer.read())["releases"] == []
     finally:
         process.terminate()
         process.wait(10)
@@ -414,3 +417,21 @@ def test_the_workbench_mounts_under_a_path_of_another_app(tmp_path: Path) -> Non
     assert opened.headers["location"].startswith("/workbench/tables/")
     assert client.get("/workbench/static/workbench.js").status_code == 200
     assert client.get("/workbench/releases/none").status_code == 404
+
+
+def test_the_workbench_answers_count_queries_of_its_releases(tmp_path: Path) -> None:
+    """With the port it listens on, the workbench's server answers ``ppdp serve``'s
+    endpoints at /api over the workspace's releases, the answers `Release.count`'s."""
+    table = ppdp.datasets.adult(sensitive="occupation").take(list(range(0, 30_000, 30)))
+    release = ppdp.Anatomy(l=3).publish(table, random_state=1)
+    release.save(tmp_path / "ws" / "releases" / "adult-anatomy")
+    app = create_workbench_app(tmp_path / "ws", port=8000)
+    with TestClient(app, base_url="http://127.0.0.1:8000") as api:
+        listed = api.get("/api/releases").json()["releases"]
+        assert [entry["name"] for entry in listed] == ["adult-anatomy"]
+        query = "sex = 'Female' AND occupation = 'Sales'"
+        answer = api.post("/api/releases/adult-anatomy/count", json={"query": query})
+        assert answer.status_code == 200
+        assert answer.json()["estimate"] == release.count(query).value
+        assert api.get("/").status_code == 200
+

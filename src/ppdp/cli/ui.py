@@ -56,7 +56,6 @@ def ui(
 
     from ppdp.workbench import create_workbench_app
 
-    app = create_workbench_app(workspace)
     # The socket is bound here so that the address printed (and opened) is the one listened
     # on, port 0 included.
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -67,8 +66,11 @@ def ui(
         listener.close()
         raise OSError(f"cannot listen on {HOST}:{port}: {exc.strerror}; choose another "
                       f"--port") from None
-    address = f"http://{HOST}:{listener.getsockname()[1]}/"
-    out().print(Text(f"ppdp workbench on {address} (workspace {workspace}); Ctrl+C stops it"),
+    bound = listener.getsockname()[1]
+    app = create_workbench_app(workspace, port=bound)
+    address = f"http://{HOST}:{bound}/"
+    out().print(Text(f"ppdp workbench on {address} (workspace {workspace}); its releases' "
+                     f"count queries at {address}api/releases; Ctrl+C stops it"),
                 soft_wrap=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     if not no_browser:

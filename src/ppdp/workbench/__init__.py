@@ -24,13 +24,18 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+from ppdp.serve import ServeConfig, create_app
 from ppdp.workbench._data_routes import data_routes
 from ppdp.workbench._pages import PageError, page
 from ppdp.workbench._release_routes import certify_routes, release_routes
-from ppdp.workbench._state import Workspace
+from ppdp.workbench._state import RELEASES, Workspace
 
-__all__ = ["LOCAL_HOSTS", "MAX_UPLOAD_BYTES", "add_error_pages", "create_workbench_app",
-           "same_origin", "workbench_router"]
+__all__ = ["API_PATH", "LOCAL_HOSTS", "MAX_UPLOAD_BYTES", "add_error_pages",
+           "create_workbench_app", "same_origin", "workbench_router"]
+
+API_PATH = "/api"
+"""Where the standalone workbench also answers count queries of its releases over HTTP, with
+``ppdp serve``'s endpoints (``/api/releases``, ``/api/releases/{name}/count``, ...)."""
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
 """The host names the standalone workbench answers to."""
@@ -86,9 +91,17 @@ def add_error_pages(app: FastAPI) -> None:
 
 
 def create_workbench_app(workspace: Path, *, max_upload_bytes: int = MAX_UPLOAD_BYTES,
-                         sample_rows: int = 2000) -> FastAPI:
-    """The workbench as an app of its own over the folder ``workspace``."""
+                         sample_rows: int = 2000, port: int | None = None) -> FastAPI:
+    """The workbench as an app of its own over the folder ``workspace``.
+
+    With ``port`` (the one it listens on, on 127.0.0.1), the same server answers count
+    queries of the workspace's releases at `API_PATH` (`ppdp.serve.create_app`), as ``ppdp
+    serve`` would over them: what an analyst's client will get can be tried at once."""
     app = FastAPI(title="ppdp workbench", docs_url=None, redoc_url=None, openapi_url=None)
+    if port is not None:
+        releases = Path(workspace) / RELEASES
+        releases.mkdir(parents=True, exist_ok=True)
+        app.mount(API_PATH, create_app(ServeConfig(releases, host=LOCAL_HOSTS[0], port=port)))
     app.state.workspace_root = Path(workspace)
     # Only the names of this computer: a page elsewhere whose name is made to point here (DNS
     # rebinding) is refused.
