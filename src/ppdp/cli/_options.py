@@ -196,3 +196,14 @@ def release_domains(schema: Schema) -> dict[str, Any]:
     types it (zip codes as text where the release's are text, not numbers)."""
     return {column.name: {"ordered": list(column.domain)} if column.ordered
             else list(column.domain) for column in schema.columns}
+
+
+def read_passphrase(path: Path) -> bytes:
+    """The passphrase in a file: its first line, without the line ending."""
+    try:
+        lines = path.read_bytes().splitlines()
+    except FileNotFoundError:
+        raise ValueError(f"{path} does not exist: no passphrase there") from None
+    if not lines or not lines[0]:
+        raise ValueError(f"{path} holds no passphrase (its first line is empty)")
+    return lines[0]

@@ -19,6 +19,7 @@ from ppdp.cli._options import (
     NoHeader,
     NonNumeric,
     Separator,
+    read_passphrase,
     reading,
 )
 from ppdp.cli._output import echo_json, out, printable
@@ -92,7 +93,7 @@ def certify(
     if valid_days < 0:
         raise ValueError(f"--valid-days takes a number of days >= 1 (0: no expiry), got "
                          f"{valid_days}")
-    passphrase = _passphrase(passphrase_file) if passphrase_file is not None else None
+    passphrase = read_passphrase(passphrase_file) if passphrase_file is not None else None
     private_key = load_private_key(key, passphrase=passphrase)
     secret = load_commitment_key(commitment_key if commitment_key is not None
                                  else key.parent / COMMITMENT_KEY_FILE)
@@ -132,11 +133,3 @@ def certify(
         console.print(Text(no_pdf, style="yellow"))
     console.print(Text(f"signed by {content['signer']['key_fingerprint']}; valid until "
                        f"{content['valid_until'] or 'no expiry date'}"))
-
-
-def _passphrase(path: Path) -> bytes:
-    """The passphrase in a file: its first line, without the line ending."""
-    lines = path.read_bytes().splitlines()
-    if not lines or not lines[0]:
-        raise ValueError(f"{path} holds no passphrase (its first line is empty)")
-    return lines[0]

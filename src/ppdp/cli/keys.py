@@ -10,7 +10,7 @@ import typer
 from rich.text import Text
 
 from ppdp.cli._app import _Group, handle_errors
-from ppdp.cli._options import JsonOutput
+from ppdp.cli._options import JsonOutput, read_passphrase
 from ppdp.cli._output import echo_json, out, printable
 
 keys_app = typer.Typer(
@@ -62,14 +62,3 @@ def create(
                                   "commitment key, keep secret"), strict=True):
         console.print(Text(f"wrote {printable(str(path))} ({what})"), soft_wrap=True)
     console.print(Text(f"key fingerprint {fingerprint}"), soft_wrap=True)
-
-
-def read_passphrase(path: Path) -> bytes:
-    """The passphrase in a file: its first line, without the line ending."""
-    try:
-        lines = path.read_bytes().splitlines()
-    except FileNotFoundError:
-        raise ValueError(f"{path} does not exist: no passphrase there") from None
-    if not lines or not lines[0]:
-        raise ValueError(f"{path} holds no passphrase (its first line is empty)")
-    return lines[0]
