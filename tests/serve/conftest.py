@@ -3,22 +3,16 @@ a client of the server over them."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
 import ppdp
 from ppdp.serve import ServeConfig, create_app
 from ppdp.table.table import Table
-
-with warnings.catch_warnings():
-    # Recent Starlette would have its test client run on httpx2; httpx works on every
-    # Starlette the serve extra admits.
-    warnings.simplefilter("ignore")
-    from fastapi.testclient import TestClient
 
 BASE_URL = "http://127.0.0.1:8000"
 """Where the test client says it sends its requests: the Host the server checks."""
