@@ -16,7 +16,8 @@ Blocks of a page share one temporary working directory, which holds the bundled 
 (``adult.parquet``, ``adult.csv``, ``adult.domains.json``, the hierarchies in ``hierarchies/``).
 A page that says ``<!-- docs-test: spark -->`` needs pyspark and Java 17: without them it
 skips and says why; its Python blocks run each in a process of its own, so that the Spark
-session it starts is not the one the Spark tests share.
+session it starts is not the one the Spark tests share; the JVMs its blocks start take the Java
+options of the tests' own session (``JAVA_TOOL_OPTIONS``: `FAST_START_JVM`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import pytest
 
 from ppdp.engines.spark import SparkUnavailableError, require_java, require_pyspark
 from ppdp.plan.registry import MECHANISM_MODULES
+from tests.engines.conftest import FAST_START_JVM
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -122,6 +124,9 @@ def test_the_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.Monkey
     if spark and (reason := _spark_missing()):
         pytest.skip(f"{_name(page)} needs Spark: {reason}")
     environment = _setup(tmp_path)
+    if spark:
+        environment["JAVA_TOOL_OPTIONS"] = " ".join(
+            filter(None, [environment.get("JAVA_TOOL_OPTIONS"), FAST_START_JVM]))
     monkeypatch.chdir(tmp_path)
     for name in ("PPDP_STATE_DIR", "PPDP_CACHE_DIR"):
         monkeypatch.setenv(name, environment[name])

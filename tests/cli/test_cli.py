@@ -709,7 +709,7 @@ def test_progress_is_shown_on_a_terminal_only(data_csv: Path, monkeypatch: pytes
         (["risk", amb, data_csv, "--json"], f"measuring the risk of {amb}"),
         (["publish", "adult", "-m", "dbr", "-s", "occupation", "-o", tmp_path / "dbr"],
          f"writing {tmp_path / 'dbr'}"),
-        (["evaluate", "splu_gamma", "--quick", "-o", tmp_path / "evaluation", "--seed", "1"],
+        (["evaluate", "ambiguity_time", "--quick", "-o", tmp_path / "evaluation", "--seed", "1"],
          f"writing the report to {tmp_path / 'evaluation'}"),
         (["demo", "-o", tmp_path / "demo", "--size", "60", "--seed", "1"],
          f"writing {tmp_path / 'demo'}"),

@@ -20,6 +20,12 @@ ENGINES = ("memory", "streaming", "spark")
 by joining this list (the memory engine, first, is the reference)."""
 
 
+FAST_START_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+"""Java options of the tests' Spark driver: the JIT compiler's first tier only and the serial
+collector start the JVM and run the tests' many small jobs sooner (the tests' jobs are short;
+what they compute does not depend on the JVM's compiler or collector)."""
+
+
 REQUIRE_SPARK = "PPDP_REQUIRE_SPARK"
 """Set to 1, a missing pyspark or Java fails the Spark tests instead of skipping them."""
 
@@ -41,7 +47,8 @@ def spark_runtime() -> None:
 
 @pytest.fixture(scope="session")
 def spark(spark_runtime: None) -> Iterator[Any]:
-    """A ``local[2]`` Spark session (its workers run this interpreter)."""
+    """A ``local[2]`` Spark session (its workers run this interpreter), its JVM started with
+    `FAST_START_JVM`."""
     from pyspark.sql import SparkSession
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -52,6 +59,7 @@ def spark(spark_runtime: None) -> Iterator[Any]:
                .config("spark.driver.memory", "512m")
                .config("spark.driver.maxResultSize", "1m")
                .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.driver.extraJavaOptions", FAST_START_JVM)
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session

@@ -117,7 +117,8 @@ CONCURRENT_SCRIPT = textwrap.dedent("""
     import sys, time
     from tests.release.test_release import publish
     release = publish(sys.argv[2])
-    time.sleep(max(0.0, float(sys.argv[3]) - time.time()))
+    print("ready", flush=True)
+    time.sleep(max(0.0, float(sys.stdin.readline()) - time.time()))
     try:
         release.save(sys.argv[1])
     except FileExistsError:
@@ -129,10 +130,18 @@ def test_concurrent_processes_exactly_one_wins(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
     for trial in range(2):
         target = tmp_path / f"same{trial}"
-        start = time.time() + 3.0
         processes = [subprocess.Popen([sys.executable, "-c", CONCURRENT_SCRIPT, str(target),
-                                       name, str(start)], cwd=root)
+                                       name], cwd=root, stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, text=True)
                      for name in ("splu", "dbr", "anatomy", "dbr")]
+        # Every process has its release in memory before any saves: then all save at once.
+        assert all(p.stdout is not None and p.stdout.readline() == "ready\n"
+                   for p in processes)
+        start = time.time() + 0.2
+        for process in processes:
+            assert process.stdin is not None
+            process.stdin.write(f"{start}\n")
+            process.stdin.close()
         codes = sorted(p.wait(timeout=120) for p in processes)
         assert codes == [0, 3, 3, 3]
         load_release(target)
