@@ -637,22 +637,32 @@ def test_every_boolean_option_is_a_plain_flag() -> None:
     """Each command's boolean options are flags, shown without a value type, and a flag
     given a value gets one line that says how to write it."""
     commands = typer.main.get_command(app).commands
+    # Each command with its words on the command line: the groups' commands (ppdp keys
+    # create) too.
+    registered = [((info.callback.__name__,), info, commands[info.callback.__name__])
+                  for info in app.registered_commands]
+    for group in app.registered_groups:
+        group_name = group.typer_instance.info.name
+        for info in group.typer_instance.registered_commands:
+            name = info.name or info.callback.__name__
+            registered.append(((group_name, name), info,
+                               commands[group_name].commands[name]))
     booleans = {}
-    for info in app.registered_commands:
+    for words, info, command in registered:
         hints = typing.get_type_hints(info.callback)
-        command = commands[info.callback.__name__]
         options = {param.name: param for param in command.params}
         # Every option declared bool is a flag: none takes a value.
         assert all(options[name].is_flag for name, hint in hints.items() if hint is bool)
-        booleans[command.name] = [options[name].opts[0] for name, hint in hints.items()
-                                  if hint is bool]
-    assert booleans["publish"] == ["--drop-missing", "--overwrite", "--observed-domains",
-                                   "--no-header", "--json"]
-    assert booleans["demo"] == ["--overwrite", "--json"] and "--json" in booleans["count"]
-    for name in commands:
-        text = ok(name, "--help")
-        assert "<bool>" not in text, name
-        for flag in booleans[name]:
+        booleans[words] = [options[name].opts[0] for name, hint in hints.items()
+                           if hint is bool]
+    assert set(commands) == {words[0] for words in booleans}
+    assert booleans["publish",] == ["--drop-missing", "--overwrite", "--observed-domains",
+                                    "--no-header", "--json"]
+    assert booleans["demo",] == ["--overwrite", "--json"] and "--json" in booleans["count",]
+    for words, flags in booleans.items():
+        text = ok(*words, "--help")
+        assert "<bool>" not in text, words
+        for flag in flags:
             assert flag in text
     assert "<bool>" not in ok("--help")
     fails("publish", "adult", "-m", "dbr", "-s", "occupation", "-o", "x", "--drop-missing",
