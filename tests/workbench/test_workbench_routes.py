@@ -15,17 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
+from workbench_helpers import error_line, form_of
 
-for _module in ("fastapi", "jinja2", "multipart", "httpx"):
-    pytest.importorskip(_module, reason="the workbench needs the serve extra")
-
-from fastapi.testclient import TestClient  # noqa: E402  (after the skips)
-from workbench_helpers import error_line, form_of  # noqa: E402
-
-import ppdp  # noqa: E402
-from ppdp.cli import app as cli_app  # noqa: E402
-from ppdp.workbench import create_workbench_app  # noqa: E402
-from ppdp.workbench._release_routes import MAX_QUERY_CHARS, certify_module  # noqa: E402
+import ppdp
+from ppdp.cli import app as cli_app
+from ppdp.workbench import create_workbench_app
+from ppdp.workbench._release_routes import MAX_QUERY_CHARS, certify_module
 
 
 @pytest.fixture(scope="module")
