@@ -18,17 +18,16 @@ from being reported), except that nothing is checked without a readable certific
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ppdp.certify.commitment import source_commitment, source_table
 from ppdp.data.schema import Schema
 from ppdp.errors import CertificateError, PpdpError, ReleaseError
 from ppdp.mechanisms import get_mechanism
-from ppdp.plan.engine import get_engine
 from ppdp.release.certificate import (
     CERTIFICATE_DIRECTORY,
     CERTIFICATE_FILE,
@@ -291,15 +290,8 @@ def _commitment(document: Mapping[str, Any], source: str | os.PathLike[str],
     if not isinstance(recorded, dict):
         raise CertificateError("the certificate records no source commitment")
     if table is None:
-        schema = Schema.from_json(document["content"]["release"]["schema"])
-        domains = {column.name: {"ordered": list(column.domain)} if column.ordered
-                   else list(column.domain) for column in schema.columns}
-        engine = get_engine("memory")
-        table = engine.open(source, **engine.read_options(source, domains=domains))
-    # The commitment's module is the builder's (`ppdp.certify.commitment`); imported by name
-    # until both halves of the package are on one branch.
-    commitment = importlib.import_module("ppdp.certify.commitment")
-    actual = commitment.source_commitment(source, table, key)
+        table = source_table(source, Schema.from_json(document["content"]["release"]["schema"]))
+    actual = source_commitment(source, table, key)
     for part in ("file", "table"):
         if actual.get(part) != recorded.get(part):
             what = "the source file's bytes" if part == "file" else "the table as read"
