@@ -62,15 +62,16 @@ def certify(
     encoding: Encoding = "utf-8",
     json_output: JsonOutput = False,
 ) -> None:
-    """Write a signed certificate of a release: certificate.json, certificate.html and,
-    where a browser is found, certificate.pdf.
+    """Write a signed certificate of a release.
 
-    The certificate records what was published (mechanism, parameters, columns, each
-    file's digest), the mechanism's guarantee, the privacy measured on the release, what
-    the attacks achieved against their baseline and bound, how accurate counts are by
-    size, a keyed commitment to the source (HMAC; the key stays with the custodian), what
-    it does not cover, the software's versions, the signer and the dates. Anyone with the
-    public key checks it with ppdp verify.
+    The certificate is written as certificate.json, certificate.html and, where
+    a browser is found, certificate.pdf. It records what was published
+    (mechanism, parameters, columns, each file's digest), the mechanism's
+    guarantee, the privacy measured on the release, what the attacks achieved
+    against their baseline and bound, how accurate counts are by size, a keyed
+    commitment to the source (HMAC; the key stays with the custodian), what it
+    does not cover, the software's versions, the signer and the dates. Anyone
+    with the public key checks it with ppdp verify.
 
     The PDF is printed by a headless Chromium: $PPDP_BROWSER, else chromium,
     chromium-browser or google-chrome on the PATH.

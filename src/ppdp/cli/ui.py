@@ -30,10 +30,12 @@ def ui(
         "--workspace", help="folder of the files opened, the releases and what made them "
                             "(made if need be)")] = Path("ppdp-workspace"),
 ) -> None:
-    """Open the workbench in your browser: open a table, set its roles and
-    domains, state the privacy goal, compare the mechanisms, publish, then
-    query the release beside the true counts, attack it and download it
-    with the command line and Python code that make it again.
+    """Open the workbench in your browser.
+
+    In the workbench you open a table, set its roles and domains, state the
+    privacy goal, compare the mechanisms, publish, then query the release
+    beside the true counts, attack it and download it with the command line
+    and Python code that make it again.
 
     It listens on 127.0.0.1 only (this computer): the pages show true
     counts and attack results, for the custodian's eyes. Stop it with
