@@ -30,16 +30,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_executors import MECHANISMS, domains_file
 
 
-def timed(command: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
-    """Wall and CPU seconds and peak RSS of ``command`` in a fresh process."""
+def timed(command: list[str]) -> dict[str, float]:
+    """Wall and CPU seconds and peak RSS of ``command`` in a fresh process (run by `step`'s
+    wrapper, whose only child it is: ru_maxrss of the children is theirs)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    # ru_maxrss of the children is the largest of any child so far: each step runs after
-    # smaller ones (publish, the largest, first would hide the others), see main.
     return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
             "peak_rss_mb": round(after.ru_maxrss / 1024, 1)}
 
@@ -59,8 +58,8 @@ def main() -> None:
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-verify-"))
     work.mkdir(parents=True, exist_ok=True)
     release, keys = work / "release", work / "keys"
-    # Each step in a process of its own (ru_maxrss of children is their maximum so far, so
-    # the steps run through a wrapper process each: see `step`).
+    # Each step through a wrapper process of its own (`step`): ru_maxrss of a process's
+    # children is the largest so far, so one parent would report publish's for every step.
     publish = ppdp("publish", args.source, "-m", args.mechanism, "-s", "occupation",
                    "--domains", domains_file(), "--engine", "streaming", "--seed", "1",
                    "-o", str(release), "--overwrite")
