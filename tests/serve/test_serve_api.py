@@ -13,10 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+import ppdp
 from ppdp.cli import app
-from ppdp.release.answers import answer_json
+from ppdp.errors import ReleaseError
+from ppdp.jsonable import json_ready
 from ppdp.release.base import Release
 from ppdp.release.load import load_release
+from ppdp.serve.catalog import Catalog
 
 QUERIES = ["sex = 'Female'", "age >= 40 AND occupation = 'Sales'",
            "SELECT COUNT(*) FROM t WHERE age < 30 GROUP BY sex", "occupation IN ('Sales', "
@@ -31,7 +34,7 @@ def loaded(path: Path) -> Release:
 
 def expected(path: Path, query: str) -> dict[str, Any]:
     """What `Release.count` answers, as JSON."""
-    return answer_json(loaded(path).count(query))
+    return json_ready(loaded(path).count(query).to_dict())
 
 
 def refused(response: Any, status: int) -> str:
@@ -172,3 +175,27 @@ def test_a_damaged_release_is_listed_with_its_reason_and_not_answered(tmp_path, 
         assert str(tmp_path) not in message
         assert api.post("/releases/anatomy/count", json={"query": "age > 30"}).status_code \
             == 200
+
+
+def test_a_release_that_failed_its_checks_is_not_read_again_until_replaced(tmp_path, sample,
+                                                                           publish):
+    """A damaged release is refused from what its first load found, without reading and
+    hashing its files at every request; replaced, it is loaded again."""
+    directory = publish(tmp_path / "releases", sample)
+    data = next(p for p in (directory / "splu").iterdir() if p.suffix == ".parquet")
+    data.write_bytes(data.read_bytes() + b"tampered")
+    loads: list[Path] = []
+
+    def loader(path: Path) -> Any:
+        loads.append(path)
+        return ppdp.load_release(path)
+
+    catalog = Catalog(directory, loader=loader)
+    for _ in range(3):
+        with pytest.raises(ReleaseError, match="cannot be served"):
+            catalog.get("splu")
+    assert len(loads) == 1
+    ppdp.SPLUGen(gamma=5).publish(sample, random_state=2).save(directory / "splu",
+                                                                overwrite=True)
+    assert catalog.get("splu").release.n_rows == sample.n_rows
+    assert len(loads) == 2

@@ -15,7 +15,7 @@ import pytest
 import uvicorn
 
 import ppdp
-from ppdp.release.answers import answer_json
+from ppdp.jsonable import json_ready
 from ppdp.release.load import load_release
 from ppdp.serve import ServeConfig, create_app
 from ppdp.table.table import Table
@@ -29,7 +29,7 @@ REQUESTS = 2_000
 
 def answers(path: Path) -> list[dict[str, Any]]:
     release = load_release(path)
-    return [answer_json(release.count(q)) for q in QUERIES]
+    return [json_ready(release.count(q).to_dict()) for q in QUERIES]
 
 
 @pytest.fixture(scope="module")

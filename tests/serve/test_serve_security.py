@@ -196,3 +196,15 @@ def test_a_content_length_that_is_not_a_number_is_refused(api):
                       headers={"content-type": "application/json", "content-length": "x1"})
     assert answer.status_code == 400
     assert answer.json() == {"error": "the Content-Length header is not a number"}
+
+
+def test_a_public_key_that_is_not_one_stops_the_command_before_it_serves(releases, tmp_path,
+                                                                         monkeypatch):
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: pytest.fail("the server started"))
+    key = tmp_path / "signing.pub"
+    key.write_text("not a key\n")
+    result = runner.invoke(app, ["serve", str(releases), "--public-key", str(key)])
+    assert result.exit_code == 2
+    assert "is not a public key" in result.output

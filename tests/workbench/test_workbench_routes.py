@@ -322,12 +322,13 @@ def test_a_saved_release_opens_after_a_restart(client: TestClient, journey: dict
 def test_the_serve_extra_missing_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    import ppdp.cli.ui as ui
+    import ppdp.cli.serve as serve
 
-    monkeypatch.setattr(ui, "SERVE_EXTRA", ("fastapi", "no_such_module_for_ppdp"))
+    monkeypatch.setattr(serve, "SERVE_PACKAGES", ("fastapi", "no_such_module_for_ppdp"))
     result = CliRunner().invoke(cli_app, ["ui", "--no-browser"])
-    assert result.exit_code == 2
-    assert "needs the serve extra: pip install 'ppdp[serve]'" in result.output
+    assert result.exit_code == 3
+    assert "ppdp ui needs the serve extra (no_such_module_for_ppdp missing): pip install " \
+        "'ppdp[serve]'" in " ".join(result.output.split())
 
 
 def test_the_workspace_is_not_written_outside(client: TestClient,

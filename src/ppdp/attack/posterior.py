@@ -31,7 +31,7 @@ import numpy as np
 
 from ppdp.attack.report import AttackResult
 from ppdp.attack.targets import Targets, joint_keys
-from ppdp.mechanisms.base import get_mechanism
+from ppdp.mechanisms.base import mechanism_of
 from ppdp.query.codes import sorted_distinct
 from ppdp.risk.measured import perturbation_posterior, subtable_counts
 
@@ -50,15 +50,6 @@ def applies(targets: Targets) -> str | None:
     if len(targets.release.schema.sensitive) != 1:
         return "the check links one sensitive column; this release perturbs several together"
     return None
-
-
-def mechanism_of(release: object) -> object:
-    """The mechanism with the release's public parameters (its partition of a table is found
-    from the value counts alone, so it is the one the release was published with)."""
-    cls = get_mechanism(release.mechanism)  # type: ignore[attr-defined]
-    names = {p.name for p in cls.parameters}
-    return cls.from_params({k: v for k, v in release.parameters.items()  # type: ignore[attr-defined]
-                            if k in names})
 
 
 def prior_bounds(gammas: np.ndarray, rho2: float) -> np.ndarray:

@@ -94,10 +94,7 @@ def count(
                                         sep=sep, non_numeric=non_numeric, encoding=encoding,
                                         source=source, names=names, no_header=no_header))
     if json_output:
-        # Imported here, not at start-up: it loads numpy (the estimates).
-        from ppdp.release.answers import answer_json
-
-        echo_json(answer_json(answer))
+        echo_json(answer.to_dict())
     else:
         _print_answer(answer)
 

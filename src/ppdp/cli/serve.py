@@ -13,8 +13,17 @@ from ppdp.cli._app import handle_errors
 from ppdp.cli._options import Workers
 from ppdp.errors import MissingDependencyError
 
-SERVE_PACKAGES = ("fastapi", "uvicorn")
-"""What the serve extra installs, and the server needs."""
+SERVE_PACKAGES = ("fastapi", "uvicorn", "jinja2", "multipart")
+"""What the serve extra installs (python-multipart is `multipart`): ``ppdp serve`` and ``ppdp
+ui`` need it."""
+
+
+def require_serve_extra(command: str) -> None:
+    """Refuse, in one line naming the extra, a command whose packages are not installed."""
+    missing = [name for name in SERVE_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise MissingDependencyError(f"{command} needs the serve extra ({', '.join(missing)} "
+                                     f"missing): pip install 'ppdp[serve]'")
 
 
 @handle_errors
@@ -46,18 +55,12 @@ def serve(
       ppdp serve releases/
       PPDP_SERVE_TOKEN=... ppdp serve releases/ --host 0.0.0.0 --port 8080
     """
-    missing = [name for name in SERVE_PACKAGES if importlib.util.find_spec(name) is None]
-    if missing:
-        raise MissingDependencyError(f"ppdp serve needs the serve extra ({', '.join(missing)} "
-                                     f"missing): pip install 'ppdp[serve]'")
+    require_serve_extra("ppdp serve")
     # Imported here, not at start-up: the server loads FastAPI, numpy and pyarrow.
     from ppdp.serve import Limits, ServeConfig, run
     from ppdp.serve.config import read_token
 
     config = ServeConfig(directory, host=host, port=port, token=read_token(token_file),
                          public_key=public_key, limits=Limits(max_batch=max_batch))
-    # Before the server starts: a key this ppdp cannot check ends here, in one line.
-    from ppdp.serve.catalog import release_loader
-
-    release_loader(config.public_key)
+    # The app is made before the server starts: a key this ppdp cannot check ends there.
     run(config)

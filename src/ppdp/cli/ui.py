@@ -3,7 +3,6 @@
 # No `from __future__ import annotations`: typer reads every command's options from the
 # annotations at each start, and would compile each one from a string (ppdp --help).
 
-import importlib.util
 from pathlib import Path
 from typing import Annotated
 
@@ -12,12 +11,10 @@ from rich.text import Text
 
 from ppdp.cli._app import handle_errors
 from ppdp.cli._output import out
+from ppdp.cli.serve import require_serve_extra
 
 HOST = "127.0.0.1"
 """The workbench shows true counts and attack results: it listens on this computer only."""
-
-SERVE_EXTRA = ("fastapi", "uvicorn", "jinja2", "multipart")
-"""The modules of the serve extra the workbench needs (python-multipart is `multipart`)."""
 
 
 @handle_errors
@@ -46,9 +43,7 @@ def ui(
       ppdp ui
       ppdp ui --port 8800 --no-browser --workspace my-releases
     """
-    missing = [name for name in SERVE_EXTRA if importlib.util.find_spec(name) is None]
-    if missing:
-        raise ValueError("needs the serve extra: pip install 'ppdp[serve]'")
+    require_serve_extra("ppdp ui")
     # Imported here, not at start-up: the workbench loads FastAPI, numpy and the mechanisms.
     import socket
     import threading
@@ -74,7 +69,8 @@ def ui(
     out().print(Text(f"ppdp workbench on {address} (workspace {workspace}); its releases' "
                      f"count queries at {address}api/releases; Ctrl+C stops it"),
                 soft_wrap=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False,
+                                           proxy_headers=False))
     if not no_browser:
         threading.Timer(0.5, webbrowser.open, args=(address,)).start()
     server.run(sockets=[listener])

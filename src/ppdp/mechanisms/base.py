@@ -180,6 +180,14 @@ def get_mechanism(name: str) -> type[Mechanism]:
     return Mechanism.registry[name]
 
 
+def mechanism_of(release: Release) -> Mechanism:
+    """The mechanism with a release's public parameters: those its constructor takes (a
+    release also records what its estimators need, such as Anatomy's number of groups)."""
+    cls = get_mechanism(release.mechanism)
+    names = {p.name for p in cls.parameters}
+    return cls.from_params({k: v for k, v in release.parameters.items() if k in names})
+
+
 def all_mechanisms() -> dict[str, type[Mechanism]]:
     """Every mechanism by name (all their modules imported), in name order."""
     return {name: get_mechanism(name) for name in sorted(MECHANISM_MODULES)}

@@ -1,11 +1,11 @@
 """``ppdp serve``: count queries answered over HTTP from the releases of a directory.
 
 ``POST /releases/{name}/count`` with ``{"query": "..."}`` answers with the JSON that ``ppdp
-count RELEASE QUERY --json`` prints (`ppdp.release.answers.answer_json` builds both), that is
-`ppdp.release.base.Release.count`'s answer; ``/counts`` answers a batch, ``GET /releases``
-lists the releases with their public parameters and guarantees, ``/openapi.json`` describes
-the API. Releases are loaded on first use, verified, kept, and loaded again when replaced on
-disk (`catalog`); the server only reads.
+count RELEASE QUERY --json`` prints (the answer's ``to_dict()``, made strict JSON by
+`ppdp.jsonable.json_ready`), that is `ppdp.release.base.Release.count`'s answer; ``/counts``
+answers a batch, ``GET /releases`` lists the releases with their public parameters and
+guarantees, ``/openapi.json`` describes the API. Releases are loaded on first use, verified,
+kept, and loaded again when replaced on disk (`catalog`); the server only reads.
 
 FastAPI, on Starlette, served by uvicorn. Starlette alone would serve these few endpoints,
 but the OpenAPI document and the validation of request bodies (a query is a non-empty string

@@ -3,10 +3,12 @@ when the directory was replaced on disk (`Catalog`).
 
 A release is saved over an old one by exchanging the directories (`ppdp.io.storage`), so a
 replaced release has a new directory, and its ``release.json`` a new inode and time. Each
-request compares those (two ``stat`` calls) with the ones seen when the release was loaded and
-loads it again if they differ. `ppdp.release.load.load_release` reads a release through a
-snapshot of its directory: the release loaded is the old one or the new one, whole, and a
-request being answered keeps the release it started with.
+request compares those (two ``stat`` calls, three with the certificate when certificates are
+checked) with the ones seen when the release was loaded, or refused, and loads it again if they
+differ: a release that failed its checks is refused without reading its files again.
+`ppdp.release.load.load_release` reads a release through a snapshot of its directory: the
+release loaded is the old one or the new one, whole, and a request being answered keeps the
+release it started with.
 
 A name is a single component of a path, and only names of release directories directly in
 the directory are served: no ``..``, no separators, no hidden names (the staging directories
@@ -26,6 +28,7 @@ from typing import Any
 from ppdp.errors import PpdpError, ReleaseError
 from ppdp.release.base import Release
 from ppdp.release.format import METADATA_FILE
+from ppdp.release.keys import load_public_key
 from ppdp.release.load import load_release
 
 __all__ = ["CERTIFICATE_FILE", "Catalog", "Entry", "UnknownReleaseError", "release_loader"]
@@ -52,10 +55,11 @@ class Entry:
 
 def release_loader(public_key: Path | None) -> Loader:
     """How the server loads a release: `load_release`, given the public key its certificate
-    must verify with when one is configured (`ppdp.release.load.load_release`)."""
+    must verify with when one is configured, read here once (a key file that is not an
+    Ed25519 public key, or a missing certify extra, is refused before the server starts)."""
     if public_key is None:
         return load_release
-    return functools.partial(load_release, public_key=public_key)
+    return functools.partial(load_release, public_key=load_public_key(public_key))
 
 
 class Catalog:
@@ -68,6 +72,9 @@ class Catalog:
         self._loader = loader
         self._certified = certified
         self._entries: dict[str, Entry] = {}
+        # A release that failed its checks, with the identity it was read at: refused again
+        # without reading its files until they are replaced.
+        self._failures: dict[str, tuple[tuple[Any, ...], ReleaseError]] = {}
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}
 
@@ -87,6 +94,7 @@ class Catalog:
         if identity is None:
             with self._lock:  # a release removed from the directory is no longer kept
                 self._entries.pop(name, None)
+                self._failures.pop(name, None)
             raise UnknownReleaseError(f"no release named {name!r}")
         with self._lock:
             entry = self._entries.get(name)
@@ -102,17 +110,25 @@ class Catalog:
                 raise UnknownReleaseError(f"no release named {name!r}")
             if entry is not None and entry.identity == identity:
                 return entry
+            with self._lock:
+                failed = self._failures.get(name)
+            if failed is not None and failed[0] == identity:
+                raise failed[1]
             try:
                 release = self._loader(self.directory / name)
             except ReleaseError as exc:
                 # The server's directory is the operator's business, not the client's.
-                raise ReleaseError(f"release {name!r} cannot be served: "
-                                   f"{str(exc).replace(str(self.directory), 'DIR')}") from None
+                refused = ReleaseError(f"release {name!r} cannot be served: "
+                                       f"{str(exc).replace(str(self.directory), 'DIR')}")
+                with self._lock:
+                    self._failures[name] = (identity, refused)
+                raise refused from None
             # The identity read before loading: if the release was replaced meanwhile, the
             # next request sees a newer one and loads it again.
             entry = Entry(release, identity, threading.Lock())
             with self._lock:
                 self._entries[name] = entry
+                self._failures.pop(name, None)
             return entry
 
     def _identity(self, name: str) -> tuple[Any, ...] | None:

@@ -10,7 +10,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from ppdp.errors import PpdpError
-from ppdp.release.answers import answer_json
+from ppdp.jsonable import json_ready
 from ppdp.serve.catalog import Catalog
 from ppdp.serve.config import Limits
 from ppdp.serve.summary import release_summary
@@ -60,7 +60,7 @@ def releases_router(catalog: Catalog, limits: Limits) -> APIRouter:
         as ``ppdp count RELEASE QUERY --json`` prints them."""
         entry = catalog.get(name)
         with entry.lock:
-            return answer_json(entry.release.count(request.query))
+            return json_ready(entry.release.count(request.query).to_dict())
 
     @router.post("/{name}/counts", summary="Answer several count queries from a release")
     def counts(name: str, request: CountsRequest) -> dict[str, Any]:
@@ -71,7 +71,7 @@ def releases_router(catalog: Catalog, limits: Limits) -> APIRouter:
         with entry.lock:
             for position, query in enumerate(request.queries):
                 try:
-                    answers.append(answer_json(entry.release.count(query)))
+                    answers.append(json_ready(entry.release.count(query).to_dict()))
                 except ValueError as exc:
                     raise ValueError(f"queries[{position}]: {exc}") from None
         return {"answers": answers}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ppdp.jsonable import json_ready
-from ppdp.mechanisms import get_mechanism
+from ppdp.mechanisms.base import get_mechanism, mechanism_of
 from ppdp.release.base import Release
 
 __all__ = ["release_guarantee", "release_summary"]
@@ -28,12 +28,7 @@ def release_guarantee(release: Release) -> dict[str, Any] | None:
     """The guarantee of the mechanism with the release's parameters, as ``ppdp guarantee
     --json`` gives it; None where it depends on the source table (uniform perturbation,
     partitioning, alpha-beta, FRAPP), which the server does not have."""
-    mechanism = get_mechanism(release.mechanism)
-    if mechanism.guarantee_uses_table:
+    if get_mechanism(release.mechanism).guarantee_uses_table:
         return None
-    # A release records its privacy parameters and what the estimators need beyond them
-    # (Anatomy's number of groups): only the mechanism's own build it again.
-    own = {p.name for p in mechanism.parameters}
-    instance = mechanism.from_params({k: v for k, v in release.parameters.items() if k in own})
-    guarantee: dict[str, Any] = instance.guarantee().to_dict()
+    guarantee: dict[str, Any] = mechanism_of(release).guarantee().to_dict()
     return guarantee
