@@ -17,6 +17,7 @@ import ppdp.serve.catalog
 from ppdp.cli import app
 from ppdp.serve import Limits, ServeConfig
 from ppdp.serve.config import TOKEN_ENV, check_bind, is_loopback, read_token
+from ppdp.serve.guard import allowed_hosts
 
 TOKEN = "a-token-of-enough-characters"
 runner = CliRunner()
@@ -96,6 +97,14 @@ def test_another_host_name_is_refused(api, host):
 
 def test_localhost_names_the_loopback_server(api):
     assert api.get("/releases", headers={"Host": "localhost:8000"}).status_code == 200
+
+
+@pytest.mark.parametrize("host", ["localhost", "LOCALHOST", "127.0.0.2", "::1"])
+def test_every_loopback_bind_answers_the_loopback_names(host):
+    hosts = allowed_hosts(host, 8000)
+    assert hosts is not None
+    assert {"127.0.0.1:8000", "localhost:8000", "[::1]:8000"} <= hosts
+    assert "example.org:8000" not in hosts
 
 
 def test_an_oversized_body_is_refused_before_it_is_read(releases, make_client):

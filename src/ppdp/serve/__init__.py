@@ -15,7 +15,7 @@ this server's one-line answers (`errors`). The cost is pydantic, which FastAPI b
 
 Modules: `config` (settings and their checks), `catalog` (releases by name), `summary` (what
 is said of a release), `guard` (Host, origin, token, body size), `errors` (answers of
-failures), `releases` (the endpoints), `app` (`create_app`, which mounts further routers),
+failures), `releases` (the endpoints), `app` (`create_app`),
 `run` (uvicorn)."""
 
 from ppdp.serve.app import create_app

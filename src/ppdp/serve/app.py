@@ -7,9 +7,7 @@ users' browsers fetch. The OpenAPI document is there for any viewer or client ge
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from fastapi import APIRouter, FastAPI
+from fastapi import FastAPI
 
 from ppdp import __version__
 from ppdp.serve.catalog import Catalog, release_loader
@@ -23,23 +21,16 @@ __all__ = ["OPENAPI_URL", "create_app"]
 OPENAPI_URL = "/openapi.json"
 
 
-def create_app(config: ServeConfig, *, routers: Iterable[APIRouter] = ()) -> FastAPI:
-    """The server of the releases in ``config.directory``, with ``routers`` mounted beside
-    the release endpoints (pages of other tools on the same server).
-
-    ``app.state.config`` and ``app.state.catalog`` (`ppdp.serve.catalog.Catalog`) are there
-    for the routers' endpoints."""
+def create_app(config: ServeConfig) -> FastAPI:
+    """The server of the releases in ``config.directory`` (another app may mount it under a
+    path of its own, as ``ppdp ui`` does at ``/api``)."""
     app = FastAPI(title="ppdp query server", version=__version__,
                   summary="Count queries answered from published releases, with their "
                           "standard errors and intervals",
                   docs_url=None, redoc_url=None, openapi_url=OPENAPI_URL)
     catalog = Catalog(config.directory, loader=release_loader(config.public_key),
                       certified=config.public_key is not None)
-    app.state.config = config
-    app.state.catalog = catalog
     app.include_router(releases_router(catalog, config.limits))
-    for router in routers:
-        app.include_router(router)
     install_error_handlers(app)
     app.add_middleware(Guard, config=config)
     return app

@@ -8,6 +8,7 @@ else is a bug: a 500 that says only that, its traceback in the server's log."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 from fastapi import FastAPI, Request
@@ -17,14 +18,13 @@ from starlette.exceptions import HTTPException
 
 from ppdp.errors import ReleaseError
 from ppdp.serve.catalog import UnknownReleaseError
-from ppdp.serve.guard import error_body
 
 __all__ = ["MAX_ERROR_CHARS", "error_response", "install_error_handlers"]
 
+logger = logging.getLogger("ppdp.serve")
+
 MAX_ERROR_CHARS = 1_000
 """An error echoes at most this much (a query of 10^6 characters names itself in its error)."""
-
-logger = logging.getLogger("ppdp.serve")
 
 
 def error_response(status: int, message: str) -> Response:
@@ -34,8 +34,8 @@ def error_response(status: int, message: str) -> Response:
     if len(line) > MAX_ERROR_CHARS:
         line = line[:MAX_ERROR_CHARS - 3] + "..."
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return Response(error_body(line), status_code=status, media_type="application/json",
-                    headers=headers)
+    return Response(json.dumps({"error": line}).encode(), status_code=status,
+                    media_type="application/json", headers=headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -75,5 +75,4 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def bug(request: Request, exc: Exception) -> Response:
-        logger.error("error answering %s %s", request.method, request.url.path, exc_info=exc)
         return error_response(500, "internal error; the server's log has the details")

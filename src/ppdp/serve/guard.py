@@ -20,13 +20,13 @@ Each refusal is an answer of one line of JSON, ``{"error": "..."}``, as every ot
 from __future__ import annotations
 
 import hmac
-import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from ppdp.serve.config import ServeConfig
+from ppdp.serve.config import ServeConfig, is_loopback
+from ppdp.serve.errors import error_response
 
-__all__ = ["Guard", "allowed_hosts", "error_body"]
+__all__ = ["Guard", "allowed_hosts"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -42,11 +42,6 @@ class _BodyTooLarge(Exception):
     """The body went past the limit while it was being read."""
 
 
-def error_body(message: str) -> bytes:
-    """The JSON of an error answer: one line, ``{"error": message}``."""
-    return json.dumps({"error": " ".join(message.split())}).encode()
-
-
 def allowed_hosts(host: str, port: int) -> frozenset[str] | None:
     """The Host headers a server bound to ``host``:``port`` answers (with and without the
     port; the loopback names for a loopback address); None for a wildcard address (any)."""
@@ -54,7 +49,7 @@ def allowed_hosts(host: str, port: int) -> frozenset[str] | None:
         return None
     name = f"[{host}]" if ":" in host and not host.startswith("[") else host
     names = {name.lower()}
-    if name in _LOOPBACK_NAMES or name == "[::1]" or name.startswith("127."):
+    if is_loopback(host):
         names.update(_LOOPBACK_NAMES)
     return frozenset({*names, *(f"{n}:{port}" for n in names)})
 
@@ -81,21 +76,22 @@ class Guard:
                    for key, value in scope.get("headers", [])}
         refusal = self._refusal(scope, headers)
         if refusal is not None:
-            await _answer(send, *refusal)
+            await error_response(*refusal)(scope, receive, send)
             return
         length = headers.get("content-length")
         if length is not None and not length.isdigit():
-            await _answer(send, 400, "the Content-Length header is not a number")
+            await error_response(400, "the Content-Length header is not a number")(
+                scope, receive, send)
             return
         if length is not None and int(length) > self.max_body:
-            await _answer(send, 413, f"the request body is larger than "
-                                     f"{self.max_body:,} bytes")
+            await error_response(413, f"the request body is larger than {self.max_body:,} "
+                                      f"bytes")(scope, receive, send)
             return
         try:
             body = await _read_body(receive, self.max_body)
         except _BodyTooLarge:
-            await _answer(send, 413, f"the request body is larger than "
-                                     f"{self.max_body:,} bytes")
+            await error_response(413, f"the request body is larger than {self.max_body:,} "
+                                      f"bytes")(scope, receive, send)
             return
         replayed = False
 
@@ -145,14 +141,3 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
-
-
-async def _answer(send: Send, status: int, message: str) -> None:
-    """Send an error answer of one line of JSON."""
-    body = error_body(message)
-    headers = [(b"content-type", b"application/json"),
-               (b"content-length", str(len(body)).encode())]
-    if status == 401:
-        headers.append((b"www-authenticate", b"Bearer"))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
