@@ -79,6 +79,33 @@ def test_a_certified_release_verifies(certified: dict[str, Any]) -> None:
     assert json.loads(json.dumps(result.to_dict()))["ok"] is True
 
 
+def test_each_file_is_hashed_once(certified: dict[str, Any], tmp_path: Path,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a cache that does not know the release, the files check hashes every file and
+    remembers them, so that the loads check hashes none again."""
+    from ppdp.certify import verify as certify_verify
+    from ppdp.release import verify as release_verify
+    monkeypatch.setenv("PPDP_CACHE_DIR", str(tmp_path / "cache"))
+    hashed: dict[str, list[str]] = {"files": [], "loads": []}
+
+    def counting(check: str, digests: Any) -> Any:
+        def wrapped(paths: Any) -> Any:
+            hashed[check].extend(Path(path).name for path in paths)
+            return digests(paths)
+        return wrapped
+
+    monkeypatch.setattr(certify_verify, "file_digests",
+                        counting("files", certify_verify.file_digests))
+    monkeypatch.setattr(release_verify, "file_digests",
+                        counting("loads", release_verify.file_digests))
+    result = ppdp.verify(certified["release"], public_key=certified["public"])
+    assert result.ok, result.failed()
+    listed = json.loads((certified["release"] / "release.json").read_text())["digests"]
+    assert sorted(hashed["files"]) == sorted(listed)
+    assert len(listed) == 4
+    assert hashed["loads"] == []
+
+
 def _tamper_targets(release: Path) -> list[Path]:
     files = sorted(p for p in release.iterdir() if p.suffix == ".parquet")
     assert len(files) == 4

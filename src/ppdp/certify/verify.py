@@ -49,6 +49,7 @@ from ppdp.release.format import (
 )
 from ppdp.release.keys import load_public_key
 from ppdp.release.load import load_release
+from ppdp.release.verify import file_states, remember_verified
 from ppdp.table.table import Table
 
 if TYPE_CHECKING:  # the certify extra
@@ -163,7 +164,8 @@ def _validity(document: Mapping[str, Any]) -> tuple[None, str]:
 
 
 def _files(root: Path, document: Mapping[str, Any]) -> tuple[None, str]:
-    """Every file the certificate lists, hashed afresh (no cache: a verifier trusts none)."""
+    """Every file the certificate lists, hashed afresh (no cache: a verifier trusts none);
+    the files that match are remembered in the cache as `ppdp.release.verify` does."""
     digests = document["content"]["release"].get("digests")
     if not isinstance(digests, dict) or not digests or not all(
             isinstance(name, str) and Path(name).name == name and isinstance(value, str)
@@ -174,13 +176,20 @@ def _files(root: Path, document: Mapping[str, Any]) -> tuple[None, str]:
     if missing:
         raise ReleaseError(f"{root} is missing {missing[0]!r}, which the certificate lists"
                            + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
-    actual = file_digests([root / name for name in names])
+    paths = [root / name for name in names]
+    states = file_states(paths)  # before hashing: a file replaced meanwhile is not remembered
+    actual = file_digests(paths)
     changed = [name for name, value in zip(names, actual, strict=True) if value != digests[name]]
     if changed:
         raise ReleaseError(f"{changed[0]} differs from the file that was signed (its SHA-256 "
                            f"is not the certificate's)"
                            + (f"; {len(changed) - 1} more files too" if len(changed) > 1 else ""))
-    total = sum((root / name).stat().st_size for name in names)
+    # Remembered as loading would remember them (same release digest, the one load_release
+    # passes if release.json is the signed one), so that the loads check hashes none again.
+    release_digest = document["content"]["release"].get("metadata_digest")
+    if isinstance(release_digest, str):
+        remember_verified(root, states, names, digests, release_digest)
+    total = sum(state[2] for state in states)
     files = "1 file" if len(names) == 1 else f"{len(names)} files"
     return None, f"{files} ({total:,} bytes) match their signed SHA-256 digests"
 
