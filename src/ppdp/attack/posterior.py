@@ -31,8 +31,9 @@ import numpy as np
 
 from ppdp.attack.report import AttackResult
 from ppdp.attack.targets import Targets, joint_keys
-from ppdp.mechanisms.base import get_mechanism
+from ppdp.mechanisms.base import Mechanism, mechanism_with
 from ppdp.query.codes import sorted_distinct
+from ppdp.release.base import Release
 from ppdp.risk.measured import perturbation_posterior, subtable_counts
 
 NAME = "posterior"
@@ -52,13 +53,10 @@ def applies(targets: Targets) -> str | None:
     return None
 
 
-def mechanism_of(release: object) -> object:
+def mechanism_of(release: Release) -> Mechanism:
     """The mechanism with the release's public parameters (its partition of a table is found
     from the value counts alone, so it is the one the release was published with)."""
-    cls = get_mechanism(release.mechanism)  # type: ignore[attr-defined]
-    names = {p.name for p in cls.parameters}
-    return cls.from_params({k: v for k, v in release.parameters.items()  # type: ignore[attr-defined]
-                            if k in names})
+    return mechanism_with(release.mechanism, release.parameters)
 
 
 def prior_bounds(gammas: np.ndarray, rho2: float) -> np.ndarray:

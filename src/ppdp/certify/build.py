@@ -30,6 +30,7 @@ import pyarrow
 
 from ppdp import __version__
 from ppdp.attack import run_attacks
+from ppdp.attack.posterior import mechanism_of
 from ppdp.certify._accuracy import accuracy_by_band
 from ppdp.certify._html import render_html
 from ppdp.certify._limits import not_covered
@@ -38,7 +39,6 @@ from ppdp.certify.commitment import source_commitment
 from ppdp.data.schema import Ordered
 from ppdp.errors import OutputError, OutputExistsError, SchemaError
 from ppdp.io.storage import commit_directory, staged_directory
-from ppdp.mechanisms import get_mechanism
 from ppdp.randomness import RandomState, make_rng
 from ppdp.release.base import Release
 from ppdp.release.certificate import (
@@ -98,7 +98,7 @@ def certify(release_dir: str | os.PathLike[str], table: Table, *, private_key: A
     rng = make_rng(random_state)
 
     tell(_STEPS[1], 1, steps)
-    mechanism = _mechanism(release)
+    mechanism = mechanism_of(release)
     guarantee = _guarantee(mechanism, release, published)
 
     tell(_STEPS[2], 2, steps)
@@ -209,13 +209,6 @@ def _as_published(table: Table, release: Release) -> Table:
         sensitive=schema.sensitive, quasi_identifiers=schema.quasi_identifiers)
     return view.with_domains({c.name: Ordered(c.domain) if c.ordered else c.domain
                               for c in schema.columns})
-
-
-def _mechanism(release: Release) -> Any:
-    """The mechanism with the release's parameters (those its constructor takes)."""
-    cls = get_mechanism(release.mechanism)
-    names = {p.name for p in cls.parameters}
-    return cls.from_params({k: v for k, v in release.parameters.items() if k in names})
 
 
 def _guarantee(mechanism: Any, release: Release, table: Table) -> dict[str, Any] | None:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ppdp.certify.commitment import source_commitment, source_table
 from ppdp.data.schema import Schema
 from ppdp.errors import CertificateError, PpdpError, ReleaseError
-from ppdp.mechanisms import get_mechanism
+from ppdp.mechanisms.base import mechanism_with
 from ppdp.release.certificate import (
     CERTIFICATE_DIRECTORY,
     CERTIFICATE_FILE,
@@ -228,9 +228,8 @@ def recompute_guarantee(content: Mapping[str, Any]) -> tuple[None, str]:
     partition of perturbation partitioning) is said to be recorded, not recomputable."""
     summary = content["release"]
     recorded = content.get("guarantee")
-    cls = get_mechanism(summary["mechanism"])
-    names = {parameter.name for parameter in cls.parameters}
-    mechanism = cls.from_params({k: v for k, v in summary["parameters"].items() if k in names})
+    mechanism = mechanism_with(summary["mechanism"], summary["parameters"])
+    cls = type(mechanism)
     if recorded is None:
         return None, "none recorded"
     if not isinstance(recorded, dict):

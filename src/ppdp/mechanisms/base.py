@@ -180,6 +180,14 @@ def get_mechanism(name: str) -> type[Mechanism]:
     return Mechanism.registry[name]
 
 
+def mechanism_with(name: str, parameters: Mapping[str, Any]) -> Mechanism:
+    """The mechanism registered under ``name`` with a release's ``parameters``: those its
+    constructor takes (a release also records ones it derived)."""
+    cls = get_mechanism(name)
+    names = {p.name for p in cls.parameters}
+    return cls.from_params({k: v for k, v in parameters.items() if k in names})
+
+
 def all_mechanisms() -> dict[str, type[Mechanism]]:
     """Every mechanism by name (all their modules imported), in name order."""
     return {name: get_mechanism(name) for name in sorted(MECHANISM_MODULES)}
