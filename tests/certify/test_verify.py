@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import ppdp
 from ppdp.certify.verify import NOT_RECOMPUTABLE, recompute_guarantee
 from ppdp.errors import CertificateError
+from ppdp.jsonable import json_ready
 from ppdp.release import certificate as cert
 from ppdp.release.keys import (
     COMMITMENT_KEY_FILE,
@@ -40,7 +41,7 @@ def content_of(release_dir: Path, mechanism: Any, **changes: Any) -> dict[str, A
     as the builder states it, from the mechanism with the release's parameters."""
     metadata = json.loads((release_dir / "release.json").read_text())
     content = {"release": cert.release_summary(metadata),
-               "guarantee": cert.json_safe(mechanism.guarantee().to_dict()),
+               "guarantee": json_ready(mechanism.guarantee().to_dict()),
                "signed_at": "2026-05-01T00:00:00+00:00", "valid_until": None}
     return {**content, **changes}
 
@@ -197,7 +198,7 @@ def test_a_table_dependent_guarantee_is_recomputed_where_the_release_tells(
         mechanism.publish(table, random_state=1).save(directory)
         metadata = json.loads((directory / "release.json").read_text())
         content = {"release": cert.release_summary(metadata),
-                   "guarantee": cert.json_safe(mechanism.guarantee(table).to_dict())}
+                   "guarantee": json_ready(mechanism.guarantee(table).to_dict())}
         assert recompute_guarantee(content)[1].endswith(expected)
     content["guarantee"] = None
     assert recompute_guarantee(content)[1] == "none recorded"

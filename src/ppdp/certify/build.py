@@ -39,13 +39,13 @@ from ppdp.certify.commitment import source_commitment
 from ppdp.data.schema import Ordered
 from ppdp.errors import OutputError, OutputExistsError, SchemaError
 from ppdp.io.storage import commit_directory, staged_directory
+from ppdp.jsonable import json_ready
 from ppdp.randomness import RandomState, make_rng
 from ppdp.release.base import Release
 from ppdp.release.certificate import (
     CERTIFICATE_FILE,
     CERTIFICATE_FORMAT,
     certificate_bytes,
-    json_safe,
     release_summary,
     sign_certificate,
 )
@@ -139,7 +139,7 @@ def certify(release_dir: str | os.PathLike[str], table: Table, *, private_key: A
         "valid_until": None if valid_days is None
         else _iso(signed_at + timedelta(days=valid_days)),
     }
-    document = sign_certificate(json_safe(content), private_key)
+    document = sign_certificate(json_ready(content), private_key)
     tell("done", steps, steps)
     return document
 
@@ -218,7 +218,7 @@ def _guarantee(mechanism: Any, release: Release, table: Table) -> dict[str, Any]
         else mechanism.guarantee()
     if result is None:
         return None
-    data: dict[str, Any] = json_safe(result.to_dict())
+    data: dict[str, Any] = json_ready(result.to_dict())
     return data
 
 

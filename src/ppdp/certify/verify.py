@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from ppdp.certify.commitment import source_commitment, source_table
 from ppdp.data.schema import Schema
-from ppdp.errors import CertificateError, PpdpError, ReleaseError
+from ppdp.errors import CertificateError, PpdpError, ReleaseError, first_line
+from ppdp.jsonable import json_ready
 from ppdp.mechanisms.base import mechanism_with
 from ppdp.release.certificate import (
     CERTIFICATE_DIRECTORY,
@@ -36,8 +37,8 @@ from ppdp.release.certificate import (
     check_release_metadata,
     check_signature,
     check_validity,
-    json_safe,
     read_certificate,
+    short_json,
 )
 from ppdp.release.format import (
     MAX_METADATA_BYTES,
@@ -137,7 +138,7 @@ def _run(checks: list[Check], name: str, check: Callable[[], tuple[Any, str]]) -
     try:
         value, detail = check()
     except (PpdpError, ValueError, OSError) as exc:
-        checks.append(Check(name, False, _first_line(exc)))
+        checks.append(Check(name, False, first_line(exc)))
         return None
     checks.append(Check(name, True, detail))
     return value
@@ -204,7 +205,7 @@ def _metadata(root: Path, document: Mapping[str, Any]) -> tuple[dict[str, Any], 
     except FileNotFoundError:
         raise ReleaseError(f"{root} has no {METADATA_FILE}") from None
     except (ValueError, RecursionError) as exc:
-        raise ReleaseError(f"{path} is corrupt: {_first_line(exc)}") from None
+        raise ReleaseError(f"{path} is corrupt: {first_line(exc)}") from None
     if not isinstance(metadata, dict):
         raise ReleaseError(f"{path} is not a release description")
     check_release_metadata(document, metadata)
@@ -214,7 +215,7 @@ def _metadata(root: Path, document: Mapping[str, Any]) -> tuple[dict[str, Any], 
     if content != metadata_bytes(metadata):
         raise ReleaseError(f"{path} is not byte for byte the file that was certified (its "
                            f"layout was edited)")
-    return metadata, (f"{metadata['mechanism']} with {_shown(metadata['parameters'])}, "
+    return metadata, (f"{metadata['mechanism']} with {short_json(metadata['parameters'])}, "
                       f"{metadata['n_rows']:,} rows, as signed")
 
 
@@ -246,9 +247,9 @@ def recompute_guarantee(content: Mapping[str, Any]) -> tuple[None, str]:
     difference = None
     for source, values in candidates:
         try:
-            actual = json_safe(mechanism.guarantee(**values).to_dict())
+            actual = json_ready(mechanism.guarantee(**values).to_dict())
         except (PpdpError, ValueError, TypeError) as exc:
-            difference = f"it cannot be recomputed: {_first_line(exc)}"
+            difference = f"it cannot be recomputed: {first_line(exc)}"
             continue
         if canonical_json(actual) == canonical_json(recorded):
             return None, f"recomputed from the release's parameters{source}: the same"
@@ -283,7 +284,7 @@ def _difference(recorded: Mapping[str, Any], actual: Mapping[str, Any]) -> str:
     for key in sorted(set(recorded) | set(actual)):
         a, b = recorded.get(key), actual.get(key)
         if canonical_json(a) != canonical_json(b):
-            return f"{key} is {_shown(a)} in the certificate, {_shown(b)} recomputed"
+            return f"{key} is {short_json(a)} in the certificate, {short_json(b)} recomputed"
     return "they differ"
 
 
@@ -306,13 +307,3 @@ def _commitment(document: Mapping[str, Any], source: str | os.PathLike[str],
             raise CertificateError(f"the source commitment does not match {what}: not the data "
                                    f"that was certified, or another commitment key")
     return None, f"the source {Path(source).name} and the table as read are the ones certified"
-
-
-def _shown(value: Any, limit: int = 60) -> str:
-    text = canonical_json(json_safe(value)).decode("utf-8")
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
