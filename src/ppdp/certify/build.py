@@ -44,7 +44,8 @@ from ppdp.randomness import RandomState, make_rng
 from ppdp.release.base import Release
 from ppdp.release.certificate import (
     CERTIFICATE_FILE,
-    CERTIFICATE_FORMAT,
+    HTML_FILE,
+    PDF_FILE,
     certificate_bytes,
     release_summary,
     sign_certificate,
@@ -52,13 +53,12 @@ from ppdp.release.certificate import (
 from ppdp.release.format import METADATA_FILE
 from ppdp.release.keys import key_fingerprint
 from ppdp.release.load import load_release
+from ppdp.release.target import holds_certificate
 from ppdp.risk.measured import measured_privacy
 from ppdp.table.table import Table
 
-__all__ = ["HTML_FILE", "PDF_FILE", "Progress", "certify", "write_certificate"]
+__all__ = ["Progress", "certify", "write_certificate"]
 
-HTML_FILE = "certificate.html"
-PDF_FILE = "certificate.pdf"
 
 Progress = Callable[[str, int, int], None]
 """Told ``(what is being done, steps done, steps in all)``."""
@@ -182,18 +182,9 @@ def software_versions() -> dict[str, str]:
 
 def _replaceable(target: Path) -> None:
     """Refuse to replace a directory that is not a certificate's (ours to replace)."""
-    try:
-        document = json.loads((target / CERTIFICATE_FILE).read_text(encoding="utf-8"))
-        ours = isinstance(document, dict) and document.get("format") == CERTIFICATE_FORMAT
-    except (OSError, ValueError):
-        ours = False
-    if not ours:
-        raise OutputError(f"{target} exists and holds no ppdp certificate; it is not replaced")
-    extra = sorted(p.name for p in target.iterdir()
-                   if p.name not in (CERTIFICATE_FILE, HTML_FILE, PDF_FILE))
-    if extra:
-        raise OutputError(f"{target} holds {extra[0]!r} besides the certificate's files; it is "
-                          f"not replaced")
+    if not holds_certificate(target):
+        raise OutputError(f"{target} exists and holds no ppdp certificate, or files besides a "
+                          f"certificate's; it is not replaced")
 
 
 def _as_published(table: Table, release: Release) -> Table:

@@ -42,7 +42,9 @@ __all__ = [
     "CERTIFICATE_FORMAT",
     "CERTIFICATE_NAMES",
     "CERTIFICATE_VERSION",
+    "HTML_FILE",
     "MAX_CERTIFICATE_BYTES",
+    "PDF_FILE",
     "canonical_json",
     "certificate_bytes",
     "check_release_metadata",
@@ -59,7 +61,11 @@ CERTIFICATE_VERSION = 1
 CERTIFICATE_FILE = "certificate.json"
 CERTIFICATE_DIRECTORY = "certificate"
 """The default place of a release's certificate: ``RELEASE/certificate/``."""
-CERTIFICATE_NAMES = frozenset({CERTIFICATE_FILE, "certificate.html", "certificate.pdf"})
+HTML_FILE = "certificate.html"
+"""The certificate's page, beside its ``certificate.json``."""
+PDF_FILE = "certificate.pdf"
+"""The certificate's page printed, where a browser was found to print it."""
+CERTIFICATE_NAMES = frozenset({CERTIFICATE_FILE, HTML_FILE, PDF_FILE})
 """The files a certificate directory holds (replaced with the release it certifies)."""
 MAX_CERTIFICATE_BYTES = 16 << 20
 SIGNATURE_ALGORITHM = "Ed25519"
