@@ -17,7 +17,6 @@ a page for people (certificate.html) and, where a browser is found, its PDF.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 from collections.abc import Callable, Mapping
@@ -50,7 +49,7 @@ from ppdp.release.certificate import (
     release_summary,
     sign_certificate,
 )
-from ppdp.release.format import METADATA_FILE
+from ppdp.release.format import METADATA_FILE, parse_metadata
 from ppdp.release.keys import key_fingerprint
 from ppdp.release.load import load_release
 from ppdp.release.target import holds_certificate
@@ -93,7 +92,8 @@ def certify(release_dir: str | os.PathLike[str], table: Table, *, private_key: A
     tell(_STEPS[0], 0, steps)
     directory = Path(release_dir)
     release = load_release(directory)
-    metadata = json.loads((directory / METADATA_FILE).read_text(encoding="utf-8"))
+    # Read as loading read it (duplicate keys refused): the summary signed is of that file.
+    metadata = parse_metadata((directory / METADATA_FILE).read_bytes())
     published = _as_published(table, release)
     rng = make_rng(random_state)
 
