@@ -18,6 +18,7 @@ from being reported), except that nothing is checked without a readable certific
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -273,10 +274,7 @@ def _table_size(summary: Mapping[str, Any], options: Mapping[str, Any]) -> dict[
             return values
         sizes = [schema[name].size for name in schema.sensitive]
         if sizes:
-            m = 1
-            for size in sizes:
-                m *= size
-            values["m"] = m
+            values["m"] = math.prod(sizes)
     return values
 
 
