@@ -62,3 +62,10 @@ class ConvergenceWarning(UserWarning):
     """An iterative estimator stopped at its iteration limit before it converged (SPLU-Gen's
     Section 5 reconstruction). The answers concerned are its last iterate, flagged
     ``converged=False`` on the `ppdp.estimate.Estimate` that ``count`` returns."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (its class name when it has none), for messages
+    that report it in one line."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -41,6 +41,15 @@ def test_certify_without_attacks_and_without_a_browser(certified: Certified, tmp
     assert replaced.exit_code == 0, replaced.output
     assert "no browser found" in replaced.output and "no PDF written" in replaced.output
 
+    # ppdp verify reads the source as ppdp certify did: the commitment is the same.
+    verified = runner.invoke(app, [
+        "verify", str(certified.release), "--certificate", str(target), "--public-key",
+        str(certified.keys / "signing.pub"), "--source", str(certified.source),
+        "--commitment-key", str(certified.keys / "commitment.key"), "--json"])
+    assert verified.exit_code == 0, verified.output
+    checks = {c["name"]: c["ok"] for c in json.loads(verified.stdout)["checks"]}
+    assert checks["source commitment"] is True and all(checks.values())
+
 
 def test_certify_errors_are_one_line(certified: Certified, tmp_path: Path) -> None:
     runner = CliRunner()

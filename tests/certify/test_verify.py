@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import ppdp
 from ppdp.certify.verify import NOT_RECOMPUTABLE, recompute_guarantee
 from ppdp.errors import CertificateError
+from ppdp.jsonable import json_ready
 from ppdp.release import certificate as cert
 from ppdp.release.keys import (
     COMMITMENT_KEY_FILE,
@@ -40,7 +41,7 @@ def content_of(release_dir: Path, mechanism: Any, **changes: Any) -> dict[str, A
     as the builder states it, from the mechanism with the release's parameters."""
     metadata = json.loads((release_dir / "release.json").read_text())
     content = {"release": cert.release_summary(metadata),
-               "guarantee": cert.json_safe(mechanism.guarantee().to_dict()),
+               "guarantee": json_ready(mechanism.guarantee().to_dict()),
                "signed_at": "2026-05-01T00:00:00+00:00", "valid_until": None}
     return {**content, **changes}
 
@@ -77,6 +78,33 @@ def test_a_certified_release_verifies(certified: dict[str, Any]) -> None:
     assert "recomputed from the release's parameters" in details["guarantee"]
     assert details["loads"] == "loads as a splu release of 300 rows"
     assert json.loads(json.dumps(result.to_dict()))["ok"] is True
+
+
+def test_each_file_is_hashed_once(certified: dict[str, Any], tmp_path: Path,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a cache that does not know the release, the files check hashes every file and
+    remembers them, so that the loads check hashes none again."""
+    from ppdp.certify import verify as certify_verify
+    from ppdp.release import verify as release_verify
+    monkeypatch.setenv("PPDP_CACHE_DIR", str(tmp_path / "cache"))
+    hashed: dict[str, list[str]] = {"files": [], "loads": []}
+
+    def counting(check: str, digests: Any) -> Any:
+        def wrapped(paths: Any) -> Any:
+            hashed[check].extend(Path(path).name for path in paths)
+            return digests(paths)
+        return wrapped
+
+    monkeypatch.setattr(certify_verify, "file_digests",
+                        counting("files", certify_verify.file_digests))
+    monkeypatch.setattr(release_verify, "file_digests",
+                        counting("loads", release_verify.file_digests))
+    result = ppdp.verify(certified["release"], public_key=certified["public"])
+    assert result.ok, result.failed()
+    listed = json.loads((certified["release"] / "release.json").read_text())["digests"]
+    assert sorted(hashed["files"]) == sorted(listed)
+    assert len(listed) == 4
+    assert hashed["loads"] == []
 
 
 def _tamper_targets(release: Path) -> list[Path]:
@@ -170,7 +198,7 @@ def test_a_table_dependent_guarantee_is_recomputed_where_the_release_tells(
         mechanism.publish(table, random_state=1).save(directory)
         metadata = json.loads((directory / "release.json").read_text())
         content = {"release": cert.release_summary(metadata),
-                   "guarantee": cert.json_safe(mechanism.guarantee(table).to_dict())}
+                   "guarantee": json_ready(mechanism.guarantee(table).to_dict())}
         assert recompute_guarantee(content)[1].endswith(expected)
     content["guarantee"] = None
     assert recompute_guarantee(content)[1] == "none recorded"

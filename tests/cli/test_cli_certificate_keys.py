@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 import ppdp
 from ppdp.cli import app
 from ppdp.cli._app import EXIT_RELEASE, EXIT_USAGE
+from ppdp.jsonable import json_ready
 from ppdp.release import certificate as cert
 from ppdp.release.keys import KEY_FILE, PUBLIC_KEY_FILE, load_private_key
 
@@ -40,7 +41,7 @@ def certified(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     ppdp.Anatomy(l=2).publish(table, random_state=1).save(root / "release")
     metadata = json.loads((root / "release" / "release.json").read_text())
     content = {"release": cert.release_summary(metadata),
-               "guarantee": cert.json_safe(ppdp.Anatomy(l=2).guarantee().to_dict()),
+               "guarantee": json_ready(ppdp.Anatomy(l=2).guarantee().to_dict()),
                "signed_at": "2026-05-01T00:00:00Z", "valid_until": None}
     key = load_private_key(root / "keys" / KEY_FILE, passphrase=b"a long passphrase")
     (root / "cert").mkdir()

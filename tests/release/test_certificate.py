@@ -17,6 +17,7 @@ import pytest
 import ppdp
 import ppdp.release.keys as keys_module
 from ppdp.errors import CertificateError, MissingDependencyError, OutputExistsError, ReleaseError
+from ppdp.jsonable import json_ready
 from ppdp.release import certificate as cert
 from ppdp.release.keys import (
     COMMITMENT_KEY_FILE,
@@ -36,7 +37,7 @@ def signed_content(release_dir: Path, **changes: Any) -> dict[str, Any]:
     """A certificate's content filled minimally (the builder fills the rest)."""
     metadata = json.loads((release_dir / "release.json").read_text())
     content = {"release": cert.release_summary(metadata),
-               "guarantee": cert.json_safe(ppdp.Anatomy(l=2).guarantee().to_dict()),
+               "guarantee": json_ready(ppdp.Anatomy(l=2).guarantee().to_dict()),
                "signed_at": "2026-05-01T00:00:00+00:00", "valid_until": None}
     return {**content, **changes}
 
@@ -123,7 +124,7 @@ def test_canonical_json_is_sorted_compact_utf8_and_refuses_nan() -> None:
     assert cert.canonical_json({"b": [1, 2.5], "a": "é"}) == '{"a":"é","b":[1,2.5]}'.encode()
     with pytest.raises(ValueError, match="NaN"):
         cert.canonical_json({"x": float("nan")})
-    assert cert.json_safe({"x": np.float64("nan"), "y": (np.int64(3),)}) == {"x": None,
+    assert json_ready({"x": np.float64("nan"), "y": (np.int64(3),)}) == {"x": None,
                                                                              "y": [3]}
 
 

@@ -17,7 +17,6 @@ a page for people (certificate.html) and, where a browser is found, its PDF.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 from collections.abc import Callable, Mapping
@@ -38,27 +37,27 @@ from ppdp.certify.commitment import source_commitment
 from ppdp.data.schema import Ordered
 from ppdp.errors import OutputError, OutputExistsError, SchemaError
 from ppdp.io.storage import commit_directory, staged_directory
-from ppdp.mechanisms import get_mechanism
+from ppdp.jsonable import json_ready
+from ppdp.mechanisms.base import mechanism_of
 from ppdp.randomness import RandomState, make_rng
 from ppdp.release.base import Release
 from ppdp.release.certificate import (
     CERTIFICATE_FILE,
-    CERTIFICATE_FORMAT,
+    HTML_FILE,
+    PDF_FILE,
     certificate_bytes,
-    json_safe,
     release_summary,
     sign_certificate,
 )
-from ppdp.release.format import METADATA_FILE
+from ppdp.release.format import METADATA_FILE, parse_metadata
 from ppdp.release.keys import key_fingerprint
 from ppdp.release.load import load_release
+from ppdp.release.target import holds_certificate
 from ppdp.risk.measured import measured_privacy
 from ppdp.table.table import Table
 
-__all__ = ["HTML_FILE", "PDF_FILE", "Progress", "certify", "write_certificate"]
+__all__ = ["Progress", "certify", "write_certificate"]
 
-HTML_FILE = "certificate.html"
-PDF_FILE = "certificate.pdf"
 
 Progress = Callable[[str, int, int], None]
 """Told ``(what is being done, steps done, steps in all)``."""
@@ -93,12 +92,13 @@ def certify(release_dir: str | os.PathLike[str], table: Table, *, private_key: A
     tell(_STEPS[0], 0, steps)
     directory = Path(release_dir)
     release = load_release(directory)
-    metadata = json.loads((directory / METADATA_FILE).read_text(encoding="utf-8"))
+    # Read as loading read it (duplicate keys refused): the summary signed is of that file.
+    metadata = parse_metadata((directory / METADATA_FILE).read_bytes())
     published = _as_published(table, release)
     rng = make_rng(random_state)
 
     tell(_STEPS[1], 1, steps)
-    mechanism = _mechanism(release)
+    mechanism = mechanism_of(release)
     guarantee = _guarantee(mechanism, release, published)
 
     tell(_STEPS[2], 2, steps)
@@ -139,7 +139,7 @@ def certify(release_dir: str | os.PathLike[str], table: Table, *, private_key: A
         "valid_until": None if valid_days is None
         else _iso(signed_at + timedelta(days=valid_days)),
     }
-    document = sign_certificate(json_safe(content), private_key)
+    document = sign_certificate(json_ready(content), private_key)
     tell("done", steps, steps)
     return document
 
@@ -182,18 +182,9 @@ def software_versions() -> dict[str, str]:
 
 def _replaceable(target: Path) -> None:
     """Refuse to replace a directory that is not a certificate's (ours to replace)."""
-    try:
-        document = json.loads((target / CERTIFICATE_FILE).read_text(encoding="utf-8"))
-        ours = isinstance(document, dict) and document.get("format") == CERTIFICATE_FORMAT
-    except (OSError, ValueError):
-        ours = False
-    if not ours:
-        raise OutputError(f"{target} exists and holds no ppdp certificate; it is not replaced")
-    extra = sorted(p.name for p in target.iterdir()
-                   if p.name not in (CERTIFICATE_FILE, HTML_FILE, PDF_FILE))
-    if extra:
-        raise OutputError(f"{target} holds {extra[0]!r} besides the certificate's files; it is "
-                          f"not replaced")
+    if not holds_certificate(target):
+        raise OutputError(f"{target} exists and holds no ppdp certificate, or files besides a "
+                          f"certificate's; it is not replaced")
 
 
 def _as_published(table: Table, release: Release) -> Table:
@@ -211,13 +202,6 @@ def _as_published(table: Table, release: Release) -> Table:
                               for c in schema.columns})
 
 
-def _mechanism(release: Release) -> Any:
-    """The mechanism with the release's parameters (those its constructor takes)."""
-    cls = get_mechanism(release.mechanism)
-    names = {p.name for p in cls.parameters}
-    return cls.from_params({k: v for k, v in release.parameters.items() if k in names})
-
-
 def _guarantee(mechanism: Any, release: Release, table: Table) -> dict[str, Any] | None:
     """The mechanism's guarantee for the release's parameters, on ``table`` where it depends
     on the data; None for a mechanism that states none."""
@@ -225,7 +209,7 @@ def _guarantee(mechanism: Any, release: Release, table: Table) -> dict[str, Any]
         else mechanism.guarantee()
     if result is None:
         return None
-    data: dict[str, Any] = json_safe(result.to_dict())
+    data: dict[str, Any] = json_ready(result.to_dict())
     return data
 
 

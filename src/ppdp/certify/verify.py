@@ -18,6 +18,7 @@ from being reported), except that nothing is checked without a readable certific
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from ppdp.certify.commitment import source_commitment, source_table
 from ppdp.data.schema import Schema
-from ppdp.errors import CertificateError, PpdpError, ReleaseError
-from ppdp.mechanisms import get_mechanism
+from ppdp.errors import CertificateError, PpdpError, ReleaseError, first_line
+from ppdp.jsonable import json_ready
+from ppdp.mechanisms.base import mechanism_with
 from ppdp.release.certificate import (
     CERTIFICATE_DIRECTORY,
     CERTIFICATE_FILE,
@@ -36,8 +38,8 @@ from ppdp.release.certificate import (
     check_release_metadata,
     check_signature,
     check_validity,
-    json_safe,
     read_certificate,
+    short_json,
 )
 from ppdp.release.format import (
     MAX_METADATA_BYTES,
@@ -49,6 +51,7 @@ from ppdp.release.format import (
 )
 from ppdp.release.keys import load_public_key
 from ppdp.release.load import load_release
+from ppdp.release.verify import file_states, remember_verified
 from ppdp.table.table import Table
 
 if TYPE_CHECKING:  # the certify extra
@@ -136,7 +139,7 @@ def _run(checks: list[Check], name: str, check: Callable[[], tuple[Any, str]]) -
     try:
         value, detail = check()
     except (PpdpError, ValueError, OSError) as exc:
-        checks.append(Check(name, False, _first_line(exc)))
+        checks.append(Check(name, False, first_line(exc)))
         return None
     checks.append(Check(name, True, detail))
     return value
@@ -163,7 +166,8 @@ def _validity(document: Mapping[str, Any]) -> tuple[None, str]:
 
 
 def _files(root: Path, document: Mapping[str, Any]) -> tuple[None, str]:
-    """Every file the certificate lists, hashed afresh (no cache: a verifier trusts none)."""
+    """Every file the certificate lists, hashed afresh (no cache: a verifier trusts none);
+    the files that match are remembered in the cache as `ppdp.release.verify` does."""
     digests = document["content"]["release"].get("digests")
     if not isinstance(digests, dict) or not digests or not all(
             isinstance(name, str) and Path(name).name == name and isinstance(value, str)
@@ -174,13 +178,20 @@ def _files(root: Path, document: Mapping[str, Any]) -> tuple[None, str]:
     if missing:
         raise ReleaseError(f"{root} is missing {missing[0]!r}, which the certificate lists"
                            + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
-    actual = file_digests([root / name for name in names])
+    paths = [root / name for name in names]
+    states = file_states(paths)  # before hashing: a file replaced meanwhile is not remembered
+    actual = file_digests(paths)
     changed = [name for name, value in zip(names, actual, strict=True) if value != digests[name]]
     if changed:
         raise ReleaseError(f"{changed[0]} differs from the file that was signed (its SHA-256 "
                            f"is not the certificate's)"
                            + (f"; {len(changed) - 1} more files too" if len(changed) > 1 else ""))
-    total = sum((root / name).stat().st_size for name in names)
+    # Remembered as loading would remember them (same release digest, the one load_release
+    # passes if release.json is the signed one), so that the loads check hashes none again.
+    release_digest = document["content"]["release"].get("metadata_digest")
+    if isinstance(release_digest, str):
+        remember_verified(root, states, names, digests, release_digest)
+    total = sum(state[2] for state in states)
     files = "1 file" if len(names) == 1 else f"{len(names)} files"
     return None, f"{files} ({total:,} bytes) match their signed SHA-256 digests"
 
@@ -195,7 +206,7 @@ def _metadata(root: Path, document: Mapping[str, Any]) -> tuple[dict[str, Any], 
     except FileNotFoundError:
         raise ReleaseError(f"{root} has no {METADATA_FILE}") from None
     except (ValueError, RecursionError) as exc:
-        raise ReleaseError(f"{path} is corrupt: {_first_line(exc)}") from None
+        raise ReleaseError(f"{path} is corrupt: {first_line(exc)}") from None
     if not isinstance(metadata, dict):
         raise ReleaseError(f"{path} is not a release description")
     check_release_metadata(document, metadata)
@@ -205,7 +216,7 @@ def _metadata(root: Path, document: Mapping[str, Any]) -> tuple[dict[str, Any], 
     if content != metadata_bytes(metadata):
         raise ReleaseError(f"{path} is not byte for byte the file that was certified (its "
                            f"layout was edited)")
-    return metadata, (f"{metadata['mechanism']} with {_shown(metadata['parameters'])}, "
+    return metadata, (f"{metadata['mechanism']} with {short_json(metadata['parameters'])}, "
                       f"{metadata['n_rows']:,} rows, as signed")
 
 
@@ -219,9 +230,8 @@ def recompute_guarantee(content: Mapping[str, Any]) -> tuple[None, str]:
     partition of perturbation partitioning) is said to be recorded, not recomputable."""
     summary = content["release"]
     recorded = content.get("guarantee")
-    cls = get_mechanism(summary["mechanism"])
-    names = {parameter.name for parameter in cls.parameters}
-    mechanism = cls.from_params({k: v for k, v in summary["parameters"].items() if k in names})
+    mechanism = mechanism_with(summary["mechanism"], summary["parameters"])
+    cls = type(mechanism)
     if recorded is None:
         return None, "none recorded"
     if not isinstance(recorded, dict):
@@ -238,9 +248,9 @@ def recompute_guarantee(content: Mapping[str, Any]) -> tuple[None, str]:
     difference = None
     for source, values in candidates:
         try:
-            actual = json_safe(mechanism.guarantee(**values).to_dict())
+            actual = json_ready(mechanism.guarantee(**values).to_dict())
         except (PpdpError, ValueError, TypeError) as exc:
-            difference = f"it cannot be recomputed: {_first_line(exc)}"
+            difference = f"it cannot be recomputed: {first_line(exc)}"
             continue
         if canonical_json(actual) == canonical_json(recorded):
             return None, f"recomputed from the release's parameters{source}: the same"
@@ -264,10 +274,7 @@ def _table_size(summary: Mapping[str, Any], options: Mapping[str, Any]) -> dict[
             return values
         sizes = [schema[name].size for name in schema.sensitive]
         if sizes:
-            m = 1
-            for size in sizes:
-                m *= size
-            values["m"] = m
+            values["m"] = math.prod(sizes)
     return values
 
 
@@ -275,7 +282,7 @@ def _difference(recorded: Mapping[str, Any], actual: Mapping[str, Any]) -> str:
     for key in sorted(set(recorded) | set(actual)):
         a, b = recorded.get(key), actual.get(key)
         if canonical_json(a) != canonical_json(b):
-            return f"{key} is {_shown(a)} in the certificate, {_shown(b)} recomputed"
+            return f"{key} is {short_json(a)} in the certificate, {short_json(b)} recomputed"
     return "they differ"
 
 
@@ -298,13 +305,3 @@ def _commitment(document: Mapping[str, Any], source: str | os.PathLike[str],
             raise CertificateError(f"the source commitment does not match {what}: not the data "
                                    f"that was certified, or another commitment key")
     return None, f"the source {Path(source).name} and the table as read are the ones certified"
-
-
-def _shown(value: Any, limit: int = 60) -> str:
-    text = canonical_json(json_safe(value)).decode("utf-8")
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

@@ -83,11 +83,11 @@ def certify(
     """
     # Imported here, not at start-up: certifying loads numpy, the attacks and cryptography.
     from ppdp.certify._pdf import BROWSER_NAMES, find_browser
-    from ppdp.certify.build import PDF_FILE, write_certificate
     from ppdp.certify.build import certify as build_certificate
+    from ppdp.certify.build import write_certificate
     from ppdp.certify.commitment import source_table
     from ppdp.progress import progress_bar
-    from ppdp.release.certificate import CERTIFICATE_DIRECTORY
+    from ppdp.release.certificate import CERTIFICATE_DIRECTORY, PDF_FILE
     from ppdp.release.keys import COMMITMENT_KEY_FILE, load_commitment_key, load_private_key
     from ppdp.release.load import load_release
 

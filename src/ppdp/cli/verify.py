@@ -18,9 +18,7 @@ from ppdp.cli._options import (
     NoHeader,
     NonNumeric,
     Separator,
-    read_source,
     reading,
-    release_domains,
 )
 from ppdp.cli._output import echo_json, out, printable
 
@@ -66,10 +64,11 @@ def verify(
         --commitment-key keys/commitment.key
     """
     # Imported here, not at start-up: verifying loads the release and the mechanisms.
+    from ppdp.certify.commitment import source_table
     from ppdp.certify.verify import verify as verify_release
     from ppdp.data.schema import Schema
     from ppdp.errors import PpdpError
-    from ppdp.release.certificate import read_certificate
+    from ppdp.release.certificate import CERTIFICATE_DIRECTORY, read_certificate
     from ppdp.release.keys import load_commitment_key
 
     if (source is None) != (commitment_key is None):
@@ -78,17 +77,20 @@ def verify(
     secret = load_commitment_key(commitment_key) if commitment_key is not None else None
     table = None
     if source is not None:
-        # Read as ppdp certify read it: the release's domains type each column.
-        where = certificate if certificate is not None else release_dir / "certificate"
+        # Read as ppdp certify read it, by the same function: the release's domains type
+        # each column.
+        where = certificate if certificate is not None \
+            else release_dir / CERTIFICATE_DIRECTORY
         try:
             schema = Schema.from_json(read_certificate(where)["content"]["release"]["schema"])
         except (PpdpError, ValueError, KeyError, TypeError, OSError):  # said by the checks
             schema = None
         if schema is not None:
-            table = read_source(source, **reading(
-                drop_missing=drop_missing, sep=sep, non_numeric=non_numeric,
-                encoding=encoding, source=source, names=names, no_header=no_header,
-                domains=release_domains(schema)))
+            options = reading(drop_missing=drop_missing, sep=sep, non_numeric=non_numeric,
+                              encoding=encoding, source=source, names=names,
+                              no_header=no_header)
+            table = source_table(source, schema,
+                                 **{k: v for k, v in options.items() if k != "domains"})
     result = verify_release(release_dir, certificate=certificate, public_key=public_key,
                             source=source, commitment_key=secret, table=table)
     if json_output:

@@ -180,12 +180,17 @@ def get_mechanism(name: str) -> type[Mechanism]:
     return Mechanism.registry[name]
 
 
-def mechanism_of(release: Release) -> Mechanism:
-    """The mechanism with a release's public parameters: those its constructor takes (a
-    release also records what its estimators need, such as Anatomy's number of groups)."""
-    cls = get_mechanism(release.mechanism)
+def mechanism_with(name: str, parameters: Mapping[str, Any]) -> Mechanism:
+    """The mechanism registered under ``name`` with a release's ``parameters``: those its
+    constructor takes (a release also records ones it derived)."""
+    cls = get_mechanism(name)
     names = {p.name for p in cls.parameters}
-    return cls.from_params({k: v for k, v in release.parameters.items() if k in names})
+    return cls.from_params({k: v for k, v in parameters.items() if k in names})
+
+
+def mechanism_of(release: Release) -> Mechanism:
+    """The mechanism with a release's public parameters (`mechanism_with`)."""
+    return mechanism_with(release.mechanism, release.parameters)
 
 
 def all_mechanisms() -> dict[str, type[Mechanism]]:

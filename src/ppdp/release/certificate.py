@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ppdp.errors import CertificateError
+from ppdp.errors import CertificateError, first_line
 from ppdp.jsonable import json_ready
 from ppdp.release.format import DuplicateKeyError, parse_metadata
 from ppdp.release.keys import key_fingerprint, require_cryptography
@@ -42,15 +42,17 @@ __all__ = [
     "CERTIFICATE_FORMAT",
     "CERTIFICATE_NAMES",
     "CERTIFICATE_VERSION",
+    "HTML_FILE",
     "MAX_CERTIFICATE_BYTES",
+    "PDF_FILE",
     "canonical_json",
     "certificate_bytes",
     "check_release_metadata",
     "check_signature",
     "check_validity",
-    "json_safe",
     "read_certificate",
     "release_summary",
+    "short_json",
     "sign_certificate",
 ]
 
@@ -59,7 +61,11 @@ CERTIFICATE_VERSION = 1
 CERTIFICATE_FILE = "certificate.json"
 CERTIFICATE_DIRECTORY = "certificate"
 """The default place of a release's certificate: ``RELEASE/certificate/``."""
-CERTIFICATE_NAMES = frozenset({CERTIFICATE_FILE, "certificate.html", "certificate.pdf"})
+HTML_FILE = "certificate.html"
+"""The certificate's page, beside its ``certificate.json``."""
+PDF_FILE = "certificate.pdf"
+"""The certificate's page printed, where a browser was found to print it."""
+CERTIFICATE_NAMES = frozenset({CERTIFICATE_FILE, HTML_FILE, PDF_FILE})
 """The files a certificate directory holds (replaced with the release it certifies)."""
 MAX_CERTIFICATE_BYTES = 16 << 20
 SIGNATURE_ALGORITHM = "Ed25519"
@@ -73,15 +79,10 @@ _DOCUMENT_KEYS = frozenset({"format", "format_version", "content", "signature"})
 _SIGNATURE_KEYS = frozenset({"algorithm", "key_fingerprint", "value"})
 
 
-def json_safe(value: Any) -> Any:
-    """``value`` as strict JSON holds it: numpy scalars as Python numbers, tuples as lists,
-    mapping keys as text, NaN and infinities as None (null), at any depth."""
-    return json_ready(value)
-
-
 def canonical_json(value: Any) -> bytes:
     """The canonical JSON of ``value``: keys sorted, no whitespace, UTF-8 (not escaped to
-    ASCII). NaN and infinities are refused (`json_safe` turns them into null first)."""
+    ASCII). NaN and infinities are refused (`ppdp.jsonable.json_ready` turns them into null
+    first)."""
     try:
         text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                           allow_nan=False)
@@ -148,7 +149,7 @@ def read_certificate(path: str | os.PathLike[str]) -> dict[str, Any]:
     except DuplicateKeyError as exc:
         raise CertificateError(f"{file} is ambiguous: {exc}") from None
     except (ValueError, RecursionError) as exc:
-        raise CertificateError(f"{file} is not JSON: {_first_line(exc)}") from None
+        raise CertificateError(f"{file} is not JSON: {first_line(exc)}") from None
     document = check_document(document, file)
     if data != certificate_bytes(document):
         # The signature covers the parsed content: bytes JSON ignores (spacing, escapes)
@@ -248,7 +249,7 @@ def _shown(instant: datetime) -> str:
 def release_summary(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """What a certificate records of a release, from its ``release.json``: mechanism,
     parameters, n_rows, schema, format_version, metadata_digest and the files' digests."""
-    return {field: json_safe(metadata.get(field)) for field in SUMMARY_FIELDS}
+    return {field: json_ready(metadata.get(field)) for field in SUMMARY_FIELDS}
 
 
 def check_release_metadata(document: Mapping[str, Any], metadata: Mapping[str, Any]) -> None:
@@ -285,14 +286,12 @@ def _first_difference(recorded: Any, actual: Any, where: str) -> str | None:
         return None
     if canonical_json(recorded) == canonical_json(actual):
         return None
-    return f"{where} is {_short(recorded)} in the certificate, {_short(actual)} in the release"
+    return (f"{where} is {short_json(recorded)} in the certificate, {short_json(actual)} in "
+            f"the release")
 
 
-def _short(value: Any, limit: int = 60) -> str:
-    text = canonical_json(value).decode("utf-8")
+def short_json(value: Any, limit: int = 60) -> str:
+    """``value`` as compact JSON (`ppdp.jsonable.json_ready` first), cut to ``limit``
+    characters, for messages."""
+    text = canonical_json(json_ready(value)).decode("utf-8")
     return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ppdp.data.schema import Schema
-from ppdp.errors import CertificateError, ReleaseError, SchemaError
+from ppdp.errors import CertificateError, ReleaseError, SchemaError, first_line
 from ppdp.io.snapshot import ISOLATED, Snapshot, SnapshotFile
 from ppdp.plan.engine import Engine, ScannedFiles, engine_choices, get_engine
 from ppdp.plan.registry import MECHANISM_MODULES, mechanism_module
@@ -162,7 +162,7 @@ def _load(root: Path, snapshot: Snapshot, counting: Engine, *, by_path: bool,
                                f"than any release holds; it is not a ppdp release")
         metadata = parse_metadata(content)
     except (ValueError, RecursionError, OSError) as exc:
-        reason = "nested too deeply" if isinstance(exc, RecursionError) else _first_line(exc)
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else first_line(exc)
         kind = "ambiguous" if isinstance(exc, DuplicateKeyError) else "corrupt"
         raise ReleaseError(f"{meta_path} is {kind}: {reason}") from None
     finally:
@@ -217,7 +217,7 @@ def _load(root: Path, snapshot: Snapshot, counting: Engine, *, by_path: bool,
         release_class.check_parameters(schema, parameters)
     except (KeyError, TypeError, ValueError) as exc:
         reason = f"no parameter {exc.args[0]!r}" if isinstance(exc, KeyError) else \
-            _first_line(exc)
+            first_line(exc)
         raise ReleaseError(f"{meta_path} holds what {named} never publishes: {reason}") from None
     scanned = counting.prepare_load(release_class, files)
     tables: dict[str, pa.Table] = {}
@@ -241,7 +241,7 @@ def _load(root: Path, snapshot: Snapshot, counting: Engine, *, by_path: bool,
             tables[stem] = parts[0] if len(parts) == 1 else joined_parts(parts)
         except pa.ArrowException as exc:
             raise ReleaseError(f"{root} does not match its {METADATA_FILE}: the parts of "
-                               f"{stem!r} have different columns: {_first_line(exc)}") from exc
+                               f"{stem!r} have different columns: {first_line(exc)}") from exc
     # The verified digests let a cube cache what it reads by the files' content, the counts
     # of the distinct rows that the publisher wrote spare it reading the rows (`ScanCube`).
     files_scanned = ScannedFiles(scans, counting,
@@ -253,7 +253,7 @@ def _load(root: Path, snapshot: Snapshot, counting: Engine, *, by_path: bool,
                                    files_scanned)
     except Exception as exc:  # any failure to rebuild means the files disagree
         raise ReleaseError(f"{root} does not match its {METADATA_FILE}: "
-                           f"{_first_line(exc) or type(exc).__name__}") from exc
+                           f"{first_line(exc) or type(exc).__name__}") from exc
     release.name = root.resolve().name
     if len(part_rows.get("rows", ())) > 1:
         # Saved again, the rows keep their parts.
@@ -278,9 +278,4 @@ def _read_parquet(file: SnapshotFile, read: Callable[[str], Any]) -> Any:
     try:
         return read(os.fspath(file))
     except (pa.ArrowException, OSError) as exc:
-        raise ReleaseError(f"{file} is corrupt: {_first_line(exc)}") from exc
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+        raise ReleaseError(f"{file} is corrupt: {first_line(exc)}") from exc

@@ -55,7 +55,7 @@ def require_replaceable_release(path: Path) -> None:
                            f"replaces only a release, so its content is left alone; choose "
                            f"another output path")
     ours = files | {METADATA_FILE}
-    if _holds_certificate(path / CERTIFICATE_DIRECTORY):
+    if holds_certificate(path / CERTIFICATE_DIRECTORY):
         ours.add(CERTIFICATE_DIRECTORY)
     others = sorted(p.name for p in path.iterdir() if p.name not in ours)
     if others:
@@ -65,7 +65,7 @@ def require_replaceable_release(path: Path) -> None:
                            f"another output path")
 
 
-def _holds_certificate(directory: Path) -> bool:
+def holds_certificate(directory: Path) -> bool:
     """Whether ``directory`` is a release's certificate directory and nothing else: a real
     directory of certificate files only (`CERTIFICATE_NAMES`), with a ppdp certificate."""
     if directory.is_symlink() or not directory.is_dir():
