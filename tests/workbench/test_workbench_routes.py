@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 from workbench_helpers import error_line, form_of
 
 import ppdp
+from ppdp.certify.verify import verify
 from ppdp.cli import app as cli_app
 from ppdp.workbench import create_workbench_app
 from ppdp.workbench._release_routes import MAX_QUERY_CHARS, certify_module
@@ -273,6 +274,15 @@ def test_the_certificate_is_offered_as_this_ppdp_can(client: TestClient,
         download = client.get(f"{journey['release']}/certificate.zip")
         names = zipfile.ZipFile(io.BytesIO(download.content)).namelist()
         assert "visits-release-certificate/certificate.json" in names
+        # ppdp verify --source checks the commitment against the upload the release came from.
+        upload = json.loads((_workspace(client) / "recipes" / "visits-release.json")
+                            .read_text())["path"]
+        checked = verify(_workspace(client) / "releases" / "visits-release",
+                         public_key=key.parent / keys.PUBLIC_KEY_FILE, source=upload,
+                         commitment_key=keys.load_commitment_key(
+                             key.parent / keys.COMMITMENT_KEY_FILE))
+        assert checked.ok, checked.failed()
+        assert "source commitment" in [check.name for check in checked.checks]
 
 
 def test_the_command_line_shown_makes_the_same_release(client: TestClient,

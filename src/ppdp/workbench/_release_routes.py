@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from ppdp.attack.run import run_attacks
+from ppdp.certify.commitment import source_table
 from ppdp.errors import MissingDependencyError, PpdpError
 from ppdp.workbench._pages import PageError, first_line, page
 from ppdp.workbench._state import Published, Workspace
@@ -126,15 +127,26 @@ def _certify(workspace: Workspace, published: Published, build: ModuleType, key:
     private_key = keys.load_private_key(key, passphrase=passphrase.encode() if passphrase
                                         else None)
     secret = keys.load_commitment_key(key.parent / keys.COMMITMENT_KEY_FILE)
-    source = workspace.source_of(published)
-    if source is None:
-        raise ValueError("the source of this release is not known to the workspace: certify "
-                         "it with ppdp certify")
-    document = build.certify(published.directory, source, private_key=private_key,
-                             commitment_key=secret,
-                             source=published.meta.get("source", "source"))
+    source, options = _certified_source(published)
+    # Read as ppdp certify and ppdp verify read it: the same table, the same commitment.
+    table = source_table(source, workspace.loaded(published).schema, **options)
+    document = build.certify(published.directory, table, private_key=private_key,
+                             commitment_key=secret, source=source)
     build.write_certificate(document, published.directory / CERTIFICATE_DIRECTORY,
                             overwrite=True)
+
+
+def _certified_source(published: Published) -> tuple[str, dict[str, Any]]:
+    """The source a release was published from as ``ppdp certify --source`` names it (the
+    stored upload's path, or the bundled dataset's name), and the options of
+    `source_table` that read it as the recipe did."""
+    recipe = published.meta.get("recipe")
+    if not isinstance(recipe, dict):
+        raise ValueError("the source of this release is not known to the workspace: certify "
+                         "it with ppdp certify")
+    path = published.meta.get("path")
+    source = str(path) if path is not None else str(published.meta["source"])
+    return source, {"missing": "drop"} if recipe.get("drop_missing") else {}
 
 
 def _published(workspace: Workspace, name: str) -> Published:
