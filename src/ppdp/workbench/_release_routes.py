@@ -4,11 +4,11 @@ and the downloads (the release as a zip, its certificate, what reproduces it).""
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import io
+import shlex
 import zipfile
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -16,29 +16,22 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from ppdp.attack.run import run_attacks
+from ppdp.certify.build import certify as build_certificate
+from ppdp.certify.build import write_certificate
 from ppdp.certify.commitment import source_table
 from ppdp.errors import MissingDependencyError, PpdpError
+from ppdp.release.certificate import CERTIFICATE_DIRECTORY
+from ppdp.release.keys import COMMITMENT_KEY_FILE, load_commitment_key, load_private_key
 from ppdp.workbench._pages import PageError, first_line, page
 from ppdp.workbench._state import Published, Workspace
 from ppdp.workbench._views import answer_rows, attack_rows
 
-__all__ = ["MAX_QUERY_CHARS", "certify_module", "certify_routes", "release_routes"]
+__all__ = ["MAX_QUERY_CHARS", "certify_command", "certify_routes", "release_routes"]
 
 MAX_QUERY_CHARS = 10_000
 """The longest query the workbench takes (a count query is a line or two)."""
 
-CERTIFICATE_DIRECTORY = "certificate"
-"""Where ``ppdp certify`` writes a release's certificate by default: inside the release."""
-
 _BAD_INPUT = (PpdpError, ValueError, LookupError, OSError, ImportError)
-
-
-def certify_module() -> ModuleType | None:
-    """``ppdp.certify.build`` where this ppdp has it (certificates came later), else None."""
-    try:
-        return importlib.import_module("ppdp.certify.build")
-    except ImportError:
-        return None
 
 
 def release_routes(workspace: Workspace) -> APIRouter:
@@ -116,24 +109,33 @@ def _answers(workspace: Workspace, published: Published, text: str) -> tuple[Any
     return estimate, None if source is None else source.count(text)
 
 
-def _certify(workspace: Workspace, published: Published, build: ModuleType, key: Path,
-             passphrase: str) -> None:
+def _certify(workspace: Workspace, published: Published, key: Path, passphrase: str) -> None:
     """Sign the release's certificate with the key file ``key`` and write it inside the
     release, where ``ppdp certify`` writes it."""
-    keys = importlib.import_module("ppdp.release.keys")
     if not key.is_file():
         raise FileNotFoundError(f"no key file {str(key)[:200]!r}: make one with "
                                 f"ppdp keys create")
-    private_key = keys.load_private_key(key, passphrase=passphrase.encode() if passphrase
-                                        else None)
-    secret = keys.load_commitment_key(key.parent / keys.COMMITMENT_KEY_FILE)
+    private_key = load_private_key(key, passphrase=passphrase.encode() if passphrase else None)
+    secret = load_commitment_key(key.parent / COMMITMENT_KEY_FILE)
     source, options = _certified_source(published)
     # Read as ppdp certify and ppdp verify read it: the same table, the same commitment.
     table = source_table(source, workspace.loaded(published).schema, **options)
-    document = build.certify(published.directory, table, private_key=private_key,
-                             commitment_key=secret, source=source)
-    build.write_certificate(document, published.directory / CERTIFICATE_DIRECTORY,
-                            overwrite=True)
+    document = build_certificate(published.directory, table, private_key=private_key,
+                                 commitment_key=secret, source=source)
+    write_certificate(document, published.directory / CERTIFICATE_DIRECTORY, overwrite=True)
+
+
+def certify_command(published: Published) -> str:
+    """The ``ppdp certify`` line that signs the release's certificate as the workbench does:
+    the release's directory, its source's path (or bundled name) and how it was read."""
+    try:
+        source, options = _certified_source(published)
+    except ValueError:
+        source, options = "SOURCE", {}
+    words = ["ppdp", "certify", str(published.directory), "--source", source]
+    if options.get("missing") == "drop":
+        words.append("--drop-missing")
+    return shlex.join([*words, "--key", "keys/signing.key"])
 
 
 def _certified_source(published: Published) -> tuple[str, dict[str, Any]]:
@@ -195,9 +197,8 @@ def _release_page(request: Request, workspace: Workspace, published: Published, 
     return page(request, "release.html", status, name=published.name, meta=meta,
                 release=release, columns=list(schema.names), example=example,
                 sensitive=list(schema.sensitive),
-                certify_available=certify_module() is not None, certificate=certificate,
-                certify_command=f"ppdp certify {published.name} --source "
-                                f"{meta.get('source', 'SOURCE')} --key keys/signing.key",
+                certify_available=importlib.util.find_spec("cryptography") is not None,
+                certificate=certificate, certify_command=certify_command(published),
                 source_known="recipe" in meta, **context)
 
 
@@ -216,21 +217,17 @@ def _example_query(release: Any) -> str:
 
 
 def certify_routes(workspace: Workspace) -> APIRouter:
-    """Certifying a release where this ppdp can (`certify_module`): the signer's key file on
-    this computer, the certificate written inside the release as ``ppdp certify`` writes it."""
+    """Certifying a release: the signer's key file on this computer, the certificate written
+    inside the release as ``ppdp certify`` writes it."""
     router = APIRouter()
 
     @router.post("/releases/{name}/certify", response_class=HTMLResponse)
     async def certify(request: Request, name: str) -> Response:
         published = _published(workspace, name)
         form = await request.form(max_fields=5)
-        build = certify_module()
         try:
-            if build is None:
-                raise ValueError("this ppdp cannot certify releases: install a ppdp with "
-                                 "ppdp certify")
             key = Path(str(form.get("key", "")).strip()).expanduser()
-            await run_in_threadpool(_certify, workspace, published, build, key,
+            await run_in_threadpool(_certify, workspace, published, key,
                                     str(form.get("passphrase", "")))
         except (*_BAD_INPUT, TypeError) as exc:
             return _release_page(request, workspace, published, status=400,
