@@ -66,11 +66,12 @@ def release_routes(workspace: Workspace) -> APIRouter:
     def attack(request: Request, name: str) -> Response:
         published = _published(workspace, name)
         try:
-            source = workspace.source_of(published)
-            if source is None:
-                raise ValueError("the source of this release is not known to the workspace: "
-                                 "run ppdp attack RELEASE SOURCE")
-            report = run_attacks(workspace.loaded(published), source)
+            with published.lock:
+                source = workspace.source_of(published)
+                if source is None:
+                    raise ValueError("the source of this release is not known to the "
+                                     "workspace: run ppdp attack RELEASE SOURCE")
+                report = run_attacks(workspace.loaded(published), source)
         except (*_BAD_INPUT, MissingDependencyError) as exc:
             return _release_page(request, workspace, published, status=400,
                                  attack_error=first_line(exc))
@@ -104,9 +105,10 @@ def release_routes(workspace: Workspace) -> APIRouter:
 
 def _answers(workspace: Workspace, published: Published, text: str) -> tuple[Any, Any]:
     """The release's answer to a query, and the source's (None where it is not known)."""
-    estimate = workspace.loaded(published).count(text)
-    source = workspace.source_of(published)
-    return estimate, None if source is None else source.count(text)
+    with published.lock:
+        estimate = workspace.loaded(published).count(text)
+        source = workspace.source_of(published)
+        return estimate, None if source is None else source.count(text)
 
 
 def _certify(workspace: Workspace, published: Published, key: Path, passphrase: str) -> None:

@@ -77,13 +77,17 @@ class Job:
 @dataclass
 class Published:
     """A saved release of the workspace, with its recipe (to reread the source for the true
-    counts and the attacks) and what reproduces it."""
+    counts and the attacks) and what reproduces it.
+
+    ``lock`` makes its counts and attacks one at a time, as ``ppdp serve`` does: the release
+    and its source fill caches as they answer, and the routes run on worker threads."""
 
     name: str
     directory: Path
     meta: dict[str, Any]
     release: Release | None = None
     source: Table | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
 class Workspace:
