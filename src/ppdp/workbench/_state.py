@@ -42,7 +42,6 @@ class Dataset:
     path: Path | None
     table: Table
     drop_missing: bool = False
-    sample: int | None = None
     recipe: Recipe | None = None
     privacy: str = "beta=0.25"
 
@@ -62,7 +61,6 @@ class Job:
     started: float = field(default_factory=time.monotonic)
     result: Comparison | None = None
     error: str | None = None
-    figures: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def finished(self) -> bool:
