@@ -31,6 +31,7 @@ from ppdp.release.keys import (
 from ppdp.workbench import create_workbench_app
 from ppdp.workbench._release_routes import MAX_QUERY_CHARS, certify_command
 from ppdp.workbench._state import Published
+from ppdp.workbench._views import parameters_text
 
 
 @pytest.fixture(scope="module")
@@ -169,8 +170,15 @@ def test_unknown_tables_comparisons_and_releases_are_404(client: TestClient) -> 
         assert "Traceback" not in answer.text
 
 
-def test_the_comparison_shows_every_mechanism_and_the_warning(journey: dict[str, Any]) -> None:
+def test_the_comparison_shows_every_mechanism_and_the_warning(client: TestClient,
+                                                              journey: dict[str, Any]) -> None:
     page = journey["result"]
+    # The parameters as the command line takes them back, not as Python prints a float.
+    assert parameters_text({"rho1": 1 / 13, "k": 5, "beta": 0.25}) == \
+        "rho1 = 1/13, k = 5, beta = 0.25"
+    meta = json.loads((_workspace(client) / "recipes" / "visits-release.json").read_text())
+    shown = parameters_text(meta["parameters"])
+    assert f"<td>{shown or '-'}</td>" in page
     assert 'id="recommendation"' in page and "<svg class='chart'" in page
     for mechanism in ppdp.evaluate.advice.MECHANISMS:
         assert f"<th scope=\"row\">{mechanism}" in page
