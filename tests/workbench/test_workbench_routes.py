@@ -4,11 +4,11 @@ each bad request answered with its 4xx status and one line."""
 
 from __future__ import annotations
 
-import importlib
 import io
 import json
 import os
 import re
+import shlex
 import time
 import zipfile
 from pathlib import Path
@@ -19,9 +19,19 @@ from fastapi.testclient import TestClient
 from workbench_helpers import error_line, form_of
 
 import ppdp
+from ppdp.certify.verify import verify
 from ppdp.cli import app as cli_app
+from ppdp.release.keys import (
+    COMMITMENT_KEY_FILE,
+    KEY_FILE,
+    PUBLIC_KEY_FILE,
+    create_keys,
+    load_commitment_key,
+)
 from ppdp.workbench import create_workbench_app
-from ppdp.workbench._release_routes import MAX_QUERY_CHARS, certify_module
+from ppdp.workbench._release_routes import MAX_QUERY_CHARS, certify_command
+from ppdp.workbench._state import Published
+from ppdp.workbench._views import parameters_text
 
 
 @pytest.fixture(scope="module")
@@ -160,8 +170,15 @@ def test_unknown_tables_comparisons_and_releases_are_404(client: TestClient) -> 
         assert "Traceback" not in answer.text
 
 
-def test_the_comparison_shows_every_mechanism_and_the_warning(journey: dict[str, Any]) -> None:
+def test_the_comparison_shows_every_mechanism_and_the_warning(client: TestClient,
+                                                              journey: dict[str, Any]) -> None:
     page = journey["result"]
+    # The parameters as the command line takes them back, not as Python prints a float.
+    assert parameters_text({"rho1": 1 / 13, "k": 5, "beta": 0.25}) == \
+        "rho1 = 1/13, k = 5, beta = 0.25"
+    meta = json.loads((_workspace(client) / "recipes" / "visits-release.json").read_text())
+    shown = parameters_text(meta["parameters"])
+    assert f"<td>{shown or '-'}</td>" in page
     assert 'id="recommendation"' in page and "<svg class='chart'" in page
     for mechanism in ppdp.evaluate.advice.MECHANISMS:
         assert f"<th scope=\"row\">{mechanism}" in page
@@ -259,20 +276,27 @@ def test_the_certificate_is_offered_as_this_ppdp_can(client: TestClient,
                                                      tmp_path: Path) -> None:
     page = client.get(journey["release"]).text
     assert client.get(f"{journey['release']}/certificate.zip").status_code == 404
-    if certify_module() is None:
-        assert "ppdp certify visits-release --source visits.csv --key" in page
-        answer = client.post(f"{journey['release']}/certify", data={"key": "none"})
-        assert answer.status_code == 400 and "cannot certify" in error_line(answer.text)
-    else:
-        answer = client.post(f"{journey['release']}/certify", data={"key": "no-such.key"})
-        assert answer.status_code == 400 and "no key file" in error_line(answer.text)
-        keys = importlib.import_module("ppdp.release.keys")
-        key = next(p for p in keys.create_keys(tmp_path / "keys") if p.name == keys.KEY_FILE)
-        signed = client.post(f"{journey['release']}/certify", data={"key": str(key)})
-        assert signed.status_code == 200, error_line(signed.text)
-        download = client.get(f"{journey['release']}/certificate.zip")
-        names = zipfile.ZipFile(io.BytesIO(download.content)).namelist()
-        assert "visits-release-certificate/certificate.json" in names
+    assert 'action="/releases/visits-release/certify"' in page
+    answer = client.post(f"{journey['release']}/certify", data={"key": "no-such.key"})
+    assert answer.status_code == 400 and "no key file" in error_line(answer.text)
+    key = next(p for p in create_keys(tmp_path / "keys") if p.name == KEY_FILE)
+    signed = client.post(f"{journey['release']}/certify", data={"key": str(key)})
+    assert signed.status_code == 200, error_line(signed.text)
+    download = client.get(f"{journey['release']}/certificate.zip")
+    names = zipfile.ZipFile(io.BytesIO(download.content)).namelist()
+    assert "visits-release-certificate/certificate.json" in names
+    # ppdp verify --source checks the commitment against the upload the release came from,
+    # which the command line shown for ppdp certify names.
+    release = _workspace(client) / "releases" / "visits-release"
+    meta = json.loads((_workspace(client) / "recipes" / "visits-release.json").read_text())
+    upload = meta["path"]
+    assert Path(upload).is_file()
+    assert certify_command(Published("visits-release", release, meta)) == shlex.join(
+        ["ppdp", "certify", str(release), "--source", upload, "--key", "keys/signing.key"])
+    checked = verify(release, public_key=key.parent / PUBLIC_KEY_FILE, source=upload,
+                     commitment_key=load_commitment_key(key.parent / COMMITMENT_KEY_FILE))
+    assert checked.ok, checked.failed()
+    assert "source commitment" in [check.name for check in checked.checks]
 
 
 def test_the_command_line_shown_makes_the_same_release(client: TestClient,

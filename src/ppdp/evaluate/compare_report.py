@@ -29,7 +29,7 @@ from ppdp.jsonable import json_ready
 from ppdp.mechanisms.parameters import number_text
 
 __all__ = ["Comparison", "MechanismResult", "Recommendation", "comparison_figures",
-           "comparison_html", "publish_command"]
+           "comparison_html", "number_cell", "publish_command"]
 
 
 @dataclass(frozen=True)
@@ -194,7 +194,9 @@ def comparison_html(comparison: Comparison) -> str:
     return html_page(f"Which mechanism for {comparison.table}? (ppdp compare)", parts)
 
 
-def _number(value: float | None, digits: int = 3) -> str:
+def number_cell(value: float | None, digits: int = 3) -> str:
+    """A measured number as a report's cell shows it: ``digits`` significant digits, "-" for
+    none (None, NaN or infinite)."""
     if value is None or not math.isfinite(value):
         return "-"
     return f"{value:.{digits}g}"
@@ -203,15 +205,15 @@ def _number(value: float | None, digits: int = 3) -> str:
 def _interval(mean: float, interval: tuple[float, float] | list[float]) -> str:
     low, high = interval
     if not math.isfinite(low):
-        return _number(mean)
-    return f"{_number(mean)} [{_number(low)}, {_number(high)}]"
+        return number_cell(mean)
+    return f"{number_cell(mean)} [{number_cell(low)}, {number_cell(high)}]"
 
 
 def _summary_row(result: MechanismResult) -> dict[str, Any]:
     measures = "; ".join(
-        f"{p['measure']} {_number(p['largest'])}"
-        + ("" if p["target_bound"] is None else f" (target <= {_number(p['target_bound'])}"
-           + (f" + margin {_number(p['margin'], 2)}" if p["margin"] else "") + ")")
+        f"{p['measure']} {number_cell(p['largest'])}"
+        + ("" if p["target_bound"] is None else f" (target <= {number_cell(p['target_bound'])}"
+           + (f" + margin {number_cell(p['margin'], 2)}" if p["margin"] else "") + ")")
         for p in result.privacy)
     size = "-" if result.release_bytes is None else \
         f"{result.release_bytes / 1e6:.2f} MB, {result.release_rows:,} rows"
@@ -221,7 +223,7 @@ def _summary_row(result: MechanismResult) -> dict[str, Any]:
             "how chosen": result.advice.reason, "measured privacy": measures,
             "meets target": "yes" if result.meets else "no",
             "error [95 % interval]": _interval(result.error, result.error_interval),
-            "publish s (median)": _number(result.publish_seconds),
+            "publish s (median)": number_cell(result.publish_seconds),
             "release size": size}
 
 
@@ -242,10 +244,10 @@ def _predicted_row(result: MechanismResult) -> dict[str, Any]:
              "any": "every query"}[predicted["scope"]]
     return {"mechanism": result.name, "bound": predicted["source"],
             "counts": f"{scope} ({predicted['counts']})",
-            "predicted |error| <= (median count)": _number(predicted["bound_at_median_count"]),
-            "with probability": _number(predicted["confidence"]),
-            "measured share within": _number(predicted["share_within"]),
-            "largest |error| / bound": _number(predicted["largest_error_over_bound"]),
+            "predicted |error| <= (median count)": number_cell(predicted["bound_at_median_count"]),
+            "with probability": number_cell(predicted["confidence"]),
+            "measured share within": number_cell(predicted["share_within"]),
+            "largest |error| / bound": number_cell(predicted["largest_error_over_bound"]),
             "note": predicted["note"]}
 
 

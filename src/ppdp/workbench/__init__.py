@@ -3,9 +3,9 @@ domains, state the privacy goal, compare the mechanisms, publish, query the rele
 true counts, run the attacks, and download the release with what reproduces it.
 
 Server-rendered pages (Jinja2 templates and a little plain JavaScript, all package data, no
-asset from elsewhere) on FastAPI: `create_workbench_app` runs it alone, and another app (``ppdp
-serve``) mounts that app under a path of its own (``app.mount("/workbench", ...)``: the pages'
-links follow the mount's path); `workbench_router` gives the bare routes.
+asset from elsewhere) on FastAPI: `create_workbench_app` runs it alone, and another app may mount
+that app under a path of its own (``app.mount("/workbench", ...)``: the pages' links follow
+the mount's path); `workbench_router` gives the bare routes.
 
 The state lives in one workspace folder: the files opened (``uploads/``), the releases
 (``releases/``) and, beside each release, what made it (``recipes/``). It is meant for one

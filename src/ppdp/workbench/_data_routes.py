@@ -29,6 +29,7 @@ from ppdp.workbench._views import (
     OBSERVED_WARNING,
     column_rows,
     mechanism_rows,
+    parameters_text,
     risk_utility_svg,
 )
 
@@ -233,7 +234,9 @@ def _comparison_page(request: Request, workspace: Workspace, key: str, *,
         chosen = result.recommendation.mechanism if result.recommendation else (
             compared[0] if compared else "")
         context.update(
-            rows=mechanism_rows(result), svg=risk_utility_svg(result), compared=compared,
+            rows=mechanism_rows(result), recommended_parameters=parameters_text(
+                result.recommendation.parameters if result.recommendation else None),
+            svg=risk_utility_svg(result), compared=compared,
             chosen=chosen, statement=result.target.describe(), warning=OBSERVED_WARNING,
             figures=[(i, name.replace("_", " ")) for i, (name, _) in
                      enumerate(result.figures)],

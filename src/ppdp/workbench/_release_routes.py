@@ -4,11 +4,11 @@ and the downloads (the release as a zip, its certificate, what reproduces it).""
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import io
+import shlex
 import zipfile
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -16,28 +16,22 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from ppdp.attack.run import run_attacks
+from ppdp.certify.build import certify as build_certificate
+from ppdp.certify.build import write_certificate
+from ppdp.certify.commitment import source_table
 from ppdp.errors import MissingDependencyError, PpdpError
+from ppdp.release.certificate import CERTIFICATE_DIRECTORY
+from ppdp.release.keys import COMMITMENT_KEY_FILE, load_commitment_key, load_private_key
 from ppdp.workbench._pages import PageError, first_line, page
 from ppdp.workbench._state import Published, Workspace
 from ppdp.workbench._views import answer_rows, attack_rows
 
-__all__ = ["MAX_QUERY_CHARS", "certify_module", "certify_routes", "release_routes"]
+__all__ = ["MAX_QUERY_CHARS", "certify_command", "certify_routes", "release_routes"]
 
 MAX_QUERY_CHARS = 10_000
 """The longest query the workbench takes (a count query is a line or two)."""
 
-CERTIFICATE_DIRECTORY = "certificate"
-"""Where ``ppdp certify`` writes a release's certificate by default: inside the release."""
-
 _BAD_INPUT = (PpdpError, ValueError, LookupError, OSError, ImportError)
-
-
-def certify_module() -> ModuleType | None:
-    """``ppdp.certify.build`` where this ppdp has it (certificates came later), else None."""
-    try:
-        return importlib.import_module("ppdp.certify.build")
-    except ImportError:
-        return None
 
 
 def release_routes(workspace: Workspace) -> APIRouter:
@@ -72,11 +66,12 @@ def release_routes(workspace: Workspace) -> APIRouter:
     def attack(request: Request, name: str) -> Response:
         published = _published(workspace, name)
         try:
-            source = workspace.source_of(published)
-            if source is None:
-                raise ValueError("the source of this release is not known to the workspace: "
-                                 "run ppdp attack RELEASE SOURCE")
-            report = run_attacks(workspace.loaded(published), source)
+            with published.lock:
+                source = workspace.source_of(published)
+                if source is None:
+                    raise ValueError("the source of this release is not known to the "
+                                     "workspace: run ppdp attack RELEASE SOURCE")
+                report = run_attacks(workspace.loaded(published), source)
         except (*_BAD_INPUT, MissingDependencyError) as exc:
             return _release_page(request, workspace, published, status=400,
                                  attack_error=first_line(exc))
@@ -110,31 +105,52 @@ def release_routes(workspace: Workspace) -> APIRouter:
 
 def _answers(workspace: Workspace, published: Published, text: str) -> tuple[Any, Any]:
     """The release's answer to a query, and the source's (None where it is not known)."""
-    estimate = workspace.loaded(published).count(text)
-    source = workspace.source_of(published)
-    return estimate, None if source is None else source.count(text)
+    with published.lock:
+        estimate = workspace.loaded(published).count(text)
+        source = workspace.source_of(published)
+        return estimate, None if source is None else source.count(text)
 
 
-def _certify(workspace: Workspace, published: Published, build: ModuleType, key: Path,
-             passphrase: str) -> None:
+def _certify(workspace: Workspace, published: Published, key: Path, passphrase: str) -> None:
     """Sign the release's certificate with the key file ``key`` and write it inside the
     release, where ``ppdp certify`` writes it."""
-    keys = importlib.import_module("ppdp.release.keys")
     if not key.is_file():
         raise FileNotFoundError(f"no key file {str(key)[:200]!r}: make one with "
                                 f"ppdp keys create")
-    private_key = keys.load_private_key(key, passphrase=passphrase.encode() if passphrase
-                                        else None)
-    secret = keys.load_commitment_key(key.parent / keys.COMMITMENT_KEY_FILE)
-    source = workspace.source_of(published)
-    if source is None:
+    private_key = load_private_key(key, passphrase=passphrase.encode() if passphrase else None)
+    secret = load_commitment_key(key.parent / COMMITMENT_KEY_FILE)
+    source, options = _certified_source(published)
+    # Read as ppdp certify and ppdp verify read it: the same table, the same commitment.
+    table = source_table(source, workspace.loaded(published).schema, **options)
+    document = build_certificate(published.directory, table, private_key=private_key,
+                                 commitment_key=secret, source=source)
+    write_certificate(document, published.directory / CERTIFICATE_DIRECTORY, overwrite=True)
+
+
+def certify_command(published: Published) -> str:
+    """The ``ppdp certify`` line that signs the release's certificate as the workbench does:
+    the release's directory, its source's path (or bundled name) and how it was read."""
+    try:
+        source, options = _certified_source(published)
+    except ValueError:
+        source, options = "SOURCE", {}
+    words = ["ppdp", "certify", str(published.directory), "--source", source]
+    if options.get("missing") == "drop":
+        words.append("--drop-missing")
+    return shlex.join([*words, "--key", "keys/signing.key"])
+
+
+def _certified_source(published: Published) -> tuple[str, dict[str, Any]]:
+    """The source a release was published from as ``ppdp certify --source`` names it (the
+    stored upload's path, or the bundled dataset's name), and the options of
+    `source_table` that read it as the recipe did."""
+    recipe = published.meta.get("recipe")
+    if not isinstance(recipe, dict):
         raise ValueError("the source of this release is not known to the workspace: certify "
                          "it with ppdp certify")
-    document = build.certify(published.directory, source, private_key=private_key,
-                             commitment_key=secret,
-                             source=published.meta.get("source", "source"))
-    build.write_certificate(document, published.directory / CERTIFICATE_DIRECTORY,
-                            overwrite=True)
+    path = published.meta.get("path")
+    source = str(path) if path is not None else str(published.meta["source"])
+    return source, {"missing": "drop"} if recipe.get("drop_missing") else {}
 
 
 def _published(workspace: Workspace, name: str) -> Published:
@@ -183,9 +199,8 @@ def _release_page(request: Request, workspace: Workspace, published: Published, 
     return page(request, "release.html", status, name=published.name, meta=meta,
                 release=release, columns=list(schema.names), example=example,
                 sensitive=list(schema.sensitive),
-                certify_available=certify_module() is not None, certificate=certificate,
-                certify_command=f"ppdp certify {published.name} --source "
-                                f"{meta.get('source', 'SOURCE')} --key keys/signing.key",
+                certify_available=importlib.util.find_spec("cryptography") is not None,
+                certificate=certificate, certify_command=certify_command(published),
                 source_known="recipe" in meta, **context)
 
 
@@ -204,21 +219,17 @@ def _example_query(release: Any) -> str:
 
 
 def certify_routes(workspace: Workspace) -> APIRouter:
-    """Certifying a release where this ppdp can (`certify_module`): the signer's key file on
-    this computer, the certificate written inside the release as ``ppdp certify`` writes it."""
+    """Certifying a release: the signer's key file on this computer, the certificate written
+    inside the release as ``ppdp certify`` writes it."""
     router = APIRouter()
 
     @router.post("/releases/{name}/certify", response_class=HTMLResponse)
     async def certify(request: Request, name: str) -> Response:
         published = _published(workspace, name)
         form = await request.form(max_fields=5)
-        build = certify_module()
         try:
-            if build is None:
-                raise ValueError("this ppdp cannot certify releases: install a ppdp with "
-                                 "ppdp certify")
             key = Path(str(form.get("key", "")).strip()).expanduser()
-            await run_in_threadpool(_certify, workspace, published, build, key,
+            await run_in_threadpool(_certify, workspace, published, key,
                                     str(form.get("passphrase", "")))
         except (*_BAD_INPUT, TypeError) as exc:
             return _release_page(request, workspace, published, status=400,

@@ -42,7 +42,6 @@ class Dataset:
     path: Path | None
     table: Table
     drop_missing: bool = False
-    sample: int | None = None
     recipe: Recipe | None = None
     privacy: str = "beta=0.25"
 
@@ -62,7 +61,6 @@ class Job:
     started: float = field(default_factory=time.monotonic)
     result: Comparison | None = None
     error: str | None = None
-    figures: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def finished(self) -> bool:
@@ -77,13 +75,17 @@ class Job:
 @dataclass
 class Published:
     """A saved release of the workspace, with its recipe (to reread the source for the true
-    counts and the attacks) and what reproduces it."""
+    counts and the attacks) and what reproduces it.
+
+    ``lock`` makes its counts and attacks one at a time, as ``ppdp serve`` does: the release
+    and its source fill caches as they answer, and the routes run on worker threads."""
 
     name: str
     directory: Path
     meta: dict[str, Any]
     release: Release | None = None
     source: Table | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
 class Workspace:

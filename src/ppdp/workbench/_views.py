@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,12 +15,13 @@ from ppdp.attack.report import AttackReport
 from ppdp.data.schema import KIND_NAMES, Role
 from ppdp.estimate import Estimate, GroupedEstimate
 from ppdp.evaluate.advice import PRIVACY_FORMS, parse_privacy
-from ppdp.evaluate.compare_report import Comparison, MechanismResult
+from ppdp.evaluate.compare_report import Comparison, MechanismResult, number_cell
+from ppdp.mechanisms.parameters import number_text
 from ppdp.table.table import Table
 from ppdp.workbench._recipe import domain_text
 
 __all__ = ["GOALS", "answer_rows", "attack_rows", "column_rows", "mechanism_rows",
-           "risk_utility_svg"]
+           "parameters_text", "risk_utility_svg"]
 
 GOALS: list[dict[str, str]] = [
     {"form": "association", "example": "beta=0.25",
@@ -69,17 +70,17 @@ def column_rows(table: Table, *, sensitive: str | None) -> list[dict[str, Any]]:
     return rows
 
 
-def _number(value: float | None, digits: int = 3) -> str:
-    if value is None or not math.isfinite(value):
-        return "-"
-    return f"{value:.{digits}g}"
-
-
 def _risk(result: MechanismResult) -> float:
     """The largest measured privacy over the target's bound (at most 1 meets it)."""
     ratios = [p["largest"] / p["target_bound"] for p in result.privacy
               if p["target_bound"] not in (None, 0) and p["largest"] is not None]
     return max(ratios) if ratios else math.nan
+
+
+def parameters_text(parameters: Mapping[str, Any] | None) -> str:
+    """A mechanism's parameters as the page shows them: ``k = 0.2, rho1 = 1/13`` (each value
+    as the command line takes it back, `number_text`)."""
+    return ", ".join(f"{k} = {number_text(v)}" for k, v in (parameters or {}).items())
 
 
 def mechanism_rows(comparison: Comparison) -> list[dict[str, Any]]:
@@ -91,11 +92,11 @@ def mechanism_rows(comparison: Comparison) -> list[dict[str, Any]]:
         low, high = m.error_interval
         rows.append({
             "name": m.name, "status": m.status, "recommended": m.name == chosen,
-            "parameters": ", ".join(f"{k} = {v}" for k, v in (m.advice.parameters or {}
-                                                               ).items()) or "-",
-            "error": _number(m.error),
-            "interval": "" if not math.isfinite(low) else f"{_number(low)} to {_number(high)}",
-            "risk": _number(_risk(m)), "meets": "yes" if m.meets else "no",
+            "parameters": parameters_text(m.advice.parameters) or "-",
+            "error": number_cell(m.error),
+            "interval": "" if not math.isfinite(low)
+                        else f"{number_cell(low)} to {number_cell(high)}",
+            "risk": number_cell(_risk(m)), "meets": "yes" if m.meets else "no",
             "why": m.note or m.advice.reason})
     return rows
 
@@ -199,8 +200,8 @@ def attack_rows(report: AttackReport) -> list[dict[str, Any]]:
     rows = []
     for r in report.results:
         top = max(r.success, r.baseline, r.bound or 0.0, 1e-9) * 1.1
-        rows.append({"attack": r.attack, "measure": r.measure, "success": _number(r.success),
-                     "baseline": _number(r.baseline), "bound": _number(r.bound),
+        rows.append({"attack": r.attack, "measure": r.measure, "success": number_cell(r.success),
+                     "baseline": number_cell(r.baseline), "bound": number_cell(r.bound),
                      "above": r.bound is not None and r.success > r.bound,
                      "adversary": r.adversary,
                      "bars": [("release", r.success / top * 100, "success"),
