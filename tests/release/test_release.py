@@ -22,6 +22,8 @@ import ppdp.release.write
 from ppdp.data.schema import Role
 from ppdp.errors import ReleaseError
 from ppdp.estimate import Z95, Estimate, GroupedEstimate
+from ppdp.mechanisms.anatomy.pairs import SIZE_COLUMN
+from ppdp.query.row_counts import COUNT_COLUMN
 from ppdp.release.base import Release
 from ppdp.release.format import (
     FORMAT_VERSION,
@@ -265,7 +267,8 @@ def test_saved_files_hold_only_published_columns(name: str, tmp_path: Path) -> N
     expected_columns = {
         "splu": {"rows": published, "row_counts": counted},
         "dbr": {"rows": published, "row_counts": counted},
-        "anatomy": {"qit": ["age", "zip", "GroupID"], "st": ["GroupID", "disease", "count"]},
+        "anatomy": {"qit": ["age", "zip", "GroupID"], "st": ["GroupID", "disease", "count"],
+                    "pair_counts": [*published, "__group_size", "__count"]},
     }[name]
     assert set(metadata["files"]) == set(expected_columns)
     for stem, file_name in metadata["files"].items():
@@ -506,7 +509,30 @@ def test_load_anatomy_with_inconsistent_groups(tmp_path: Path) -> None:
     counts[0] += 1
     rewrite_file(target, "st.parquet", st.set_column(2, "count", pa.array(counts)))
     with pytest.raises(ReleaseError, match="ST counts do not add up"):
-        load_release(target)
+        load_release(target, engine="memory")
+    # Counted from its pair counts, the release reads its ST when asked for: checked then.
+    loaded = load_release(target)
+    with pytest.raises(ReleaseError, match="ST counts do not add up"):
+        loaded.st  # noqa: B018 - the read is the test
+
+
+def test_load_anatomy_with_damaged_pair_counts(tmp_path: Path) -> None:
+    """Pair counts that do not add up to whole groups, the release's rows or its groups, or
+    hold groups smaller than l, are refused on loading, by every engine that reads them."""
+    target = publish("anatomy").save(tmp_path / "anatomy")
+    pairs = pq.read_table(target / "pair_counts.parquet")
+    counts = pairs.column(COUNT_COLUMN).to_numpy().copy()
+    sizes = pairs.column(SIZE_COLUMN).to_numpy().copy()
+    for changed, reason in [
+            (pairs.set_column(pairs.schema.get_field_index(COUNT_COLUMN), COUNT_COLUMN,
+                              pa.array(counts + 1)), "whole groups|QIT rows"),
+            (pairs.set_column(pairs.schema.get_field_index(SIZE_COLUMN), SIZE_COLUMN,
+                              pa.array(sizes * 0 + 1, pa.uint32())), "fewer than"),
+            (pairs.slice(1), "whole groups|QIT rows|groups")]:
+        rewrite_file(target, "pair_counts.parquet", changed)
+        for engine in ("memory", "streaming"):
+            with pytest.raises(ReleaseError, match=reason):
+                load_release(target, engine=engine)
 
 
 # -- atomic save ----------------------------------------------------------------------------

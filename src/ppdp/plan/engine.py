@@ -28,7 +28,9 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from ppdp.errors import ReleaseError
 from ppdp.plan.resources import available_memory
+from ppdp.query.cache import file_identity
 from ppdp.randomness import RandomState
 
 PLAN_SHAPES = ("rows", "blocks", "steps", "session")
@@ -163,6 +165,21 @@ class ScannedFiles(dict[str, list[Path]]):
         self.digests = digests
         self.row_counts = row_counts
         self.opened = opened
+
+    def readable(self, stem: str) -> list[os.PathLike[str]]:
+        """Where to read the files of ``stem``: as opened on loading, or by path while each
+        is still the file verified then (a `ReleaseError` once replaced or changed)."""
+        if self.opened:
+            return list(self.opened[stem])
+        for path in self[stem]:
+            try:
+                verified = self.digests is not None and file_identity(path) in self.digests
+            except OSError:
+                verified = False
+            if not verified:
+                raise ReleaseError(f"{path} was changed, replaced or removed since the release "
+                                   f"was loaded; load the release again")
+        return list(self[stem])
 
     def cube(self, stem: str, domains: Mapping[str, Any], n_rows: int, *,
              constants: Sequence[str] = ()) -> Any:

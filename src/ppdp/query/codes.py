@@ -63,15 +63,15 @@ def unpack_codes(keys: Sequence[np.ndarray], sizes: Sequence[int]) -> list[np.nd
     return codes
 
 
-def _add_distinct(frames: Sequence[Any]) -> Any:
+def _add_distinct(frames: Sequence[Any], *, bounded: bool = True) -> Any:
     """Frames of keys ``k0, k1, ...`` and counts ``n`` merged into one row per key, or None
-    beyond `MAX_SUMMARY_ROWS` rows."""
+    beyond `MAX_SUMMARY_ROWS` rows (when ``bounded``)."""
     import polars as pl
 
     merged = pl.concat(frames)
     keys = [name for name in merged.columns if name != "n"]
     merged = merged.group_by(keys).agg(pl.col("n").sum())
-    return merged if merged.height <= MAX_SUMMARY_ROWS else None
+    return merged if not bounded or merged.height <= MAX_SUMMARY_ROWS else None
 
 
 MAX_SUMMARY_ROWS = 1 << 22

@@ -60,17 +60,21 @@ class RowCounter:
     `count_part` (safe to call from several threads) counts one part; `add` (one thread)
     merges those counts; `table` gives the result, or None when the rows cannot be counted or
     hold more than `MAX_COUNTED_ROWS` distinct rows (counting stops there: rows drawn at random
-    from a large domain, as FRAPP's replaced rows are, reach it in a few parts).
+    from a large domain, as FRAPP's replaced rows are, reach it in a few parts), unless not
+    ``bounded`` (counts kept in memory, not written).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, bounded: bool = True) -> None:
+        self._bounded = bounded
         self._merged: Any = None
         self._layout: tuple[tuple[pa.Field, ...], tuple[Any, ...]] | None = None
         self._abandoned = False
 
-    def count_part(self, part: pa.Table) -> Any:
+    def count_part(self, part: pa.Table, weights: np.ndarray | None = None) -> Any:
         """The distinct rows of one part and their counts (a Polars frame of radix keys
-        ``k0, k1, ...`` and counts ``n``), with the part's layout; None if not countable."""
+        ``k0, k1, ...`` and counts ``n``), with the part's layout; None if not countable.
+
+        ``weights`` (non-negative integers, one per row) counts each row that many times."""
         import polars as pl
 
         if self._abandoned or COUNT_COLUMN in part.column_names:
@@ -81,7 +85,12 @@ class RowCounter:
         codes = [column[0] for column in columns if column is not None]
         sizes = [column[1] for column in columns if column is not None]
         keys = pack_codes(codes, sizes)
-        if len(keys) == 1:
+        if weights is not None:
+            names = [f"k{index}" for index in range(len(keys))]
+            frame = pl.DataFrame({**dict(zip(names, keys, strict=True)),
+                                  "n": np.asarray(weights, dtype=np.int64)}) \
+                .group_by(names).agg(pl.col("n").sum())
+        elif len(keys) == 1:
             # One key (the usual case): sorted (Polars), then runs of equal keys counted. A
             # part's distinct rows outgrow the caches that a hash count needs: on 3.3 * 10^6
             # rows of 166,000 keys, 0.045 CPU seconds against 0.11 for Arrow's value_counts.
@@ -110,8 +119,9 @@ class RowCounter:
         elif not _same_layout(self._layout, layout):
             self._abandon()
             return
-        self._merged = frame if self._merged is None else _add_distinct([self._merged, frame])
-        if self._merged is None or self._merged.height > MAX_COUNTED_ROWS:
+        self._merged = frame if self._merged is None else _add_distinct(
+            [self._merged, frame], bounded=self._bounded)
+        if self._merged is None or (self._bounded and self._merged.height > MAX_COUNTED_ROWS):
             self._abandon()
 
     def _abandon(self) -> None:

@@ -31,12 +31,18 @@ from ppdp.plan.order import split_parts
 from ppdp.query.binding import BoundQuery, bind
 from ppdp.query.cube import Cube
 from ppdp.query.grouped import grouped, require_ungrouped
-from ppdp.query.row_counts import count_rows
+from ppdp.query.row_counts import RowCounter, count_rows
 from ppdp.query.scan_cube import ScanCube
 from ppdp.query.syntax import Query
 from ppdp.release.arrow import rows_from_arrow, rows_to_arrow
 from ppdp.release.target import check_target
-from ppdp.release.write import commit_release, write_metadata, write_parts, write_row_counts
+from ppdp.release.write import (
+    commit_release,
+    write_metadata,
+    write_parts,
+    write_row_counts,
+    write_summary,
+)
 
 
 class Release(ABC):
@@ -216,6 +222,25 @@ class Release(ABC):
         built and publishes (a release is trusted only as far as these); none by default."""
         return
 
+    summary: ClassVar[str | None] = None
+    """The stem of a summary of the published tables that the publisher writes beside them,
+    whole numbers that add up block by block (`_summary_parts`), for a loaded release to count
+    from without reading its tables (Anatomy's pair counts); None where there is none."""
+
+    def _summary_parts(self) -> list[Any]:
+        """The `summary` of this release (one block of a publication, say) in parts as
+        `ppdp.query.row_counts.RowCounter.count_part` gives them, to be added up with
+        `RowCounter.add`."""
+        raise NotImplementedError(f"a {self.mechanism} release has no summary")
+
+    def _summary_table(self) -> pa.Table | None:
+        """The `summary` of the whole release, as its file holds it; None when too large to
+        be written."""
+        counter = RowCounter()
+        for counted in self._summary_parts():
+            counter.add(counted)
+        return counter.table()
+
     scanned: ClassVar[frozenset[str]] = frozenset()
     """Stems whose files `_from_files` takes as paths, to count from without reading them whole
     (none by default: every table is read into memory)."""
@@ -248,6 +273,8 @@ class Release(ABC):
                 files[stem] = write_parts(staging, stem, tables, digests)
                 if stem == "rows" and stem in self.scanned:
                     write_row_counts(staging, count_rows(tables), files, digests)
+            if self.summary is not None:
+                write_summary(staging, self.summary, self._summary_table(), files, digests)
             write_metadata(staging, self.mechanism, self.parameters, self.n_rows, self.schema,
                            files, digests)
             commit_release(staging, target, overwrite=overwrite, before_commit=before_commit)

@@ -47,8 +47,15 @@ def write_row_counts(staging: Path, counts: pa.Table | None,
                      files: dict[str, str | list[str]], digests: dict[str, str]) -> None:
     """Write the counts of the rows' distinct rows (`ppdp.row_counts`), if they were
     counted, into ``files`` and ``digests``."""
-    if counts is not None:
-        files[ROW_COUNTS] = write_parts(staging, ROW_COUNTS, counts, digests)
+    write_summary(staging, ROW_COUNTS, counts, files, digests)
+
+
+def write_summary(staging: Path, stem: str, table: pa.Table | None,
+                  files: dict[str, str | list[str]], digests: dict[str, str]) -> None:
+    """Write a summary of the published tables as one file under ``stem`` (unless None, too
+    large to be written), into ``files`` and ``digests``."""
+    if table is not None:
+        files[stem] = write_parts(staging, stem, table, digests)
 
 
 def write_parquet(path: Path, table: pa.Table) -> str:

@@ -224,7 +224,7 @@ def test_counts_on_spark_equal_in_memory(name, on_spark, spark):
         assert isinstance(counted._cube, SparkCube)
     if name == "anatomy":
         # The QIT's and ST's parts stay in their files: counted on Spark, none read.
-        assert isinstance(counted._cube, SparkAnatomyCube)
+        assert isinstance(counted._cubes[1], SparkAnatomyCube)
     for query in QUERIES:
         expected, found = memory.count(query), counted.count(query)
         if name == "anatomy":

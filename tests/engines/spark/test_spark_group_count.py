@@ -71,10 +71,10 @@ def loaded(saved, spark):
 def test_spark_load_holds_no_rows(loaded):
     _, counted = loaded
     assert isinstance(counted, SparkAnatomyRelease)
-    assert isinstance(counted._cube, SparkAnatomyCube)
+    assert all(isinstance(cube, SparkAnatomyCube) for cube in counted._cubes)
     # The QIT and ST are not read: nothing of them in the release.
     assert counted._read is None
-    assert not counted._cube.codes
+    assert not counted._cubes[1].codes
 
 
 @pytest.mark.parametrize("query", QUERIES)

@@ -26,10 +26,9 @@ from ppdp.engines.spark.session import SparkFailedError, failure_message, spark_
 from ppdp.errors import QueryError
 from ppdp.mechanisms.anatomy.release import AnatomyRelease
 from ppdp.plan.blocks import GROUP_COLUMN
-from ppdp.query.cube import flat_key
+from ppdp.query.cube import Cube, flat_key
 from ppdp.query.encoding import encode_values
 from ppdp.query.predicates import Predicate
-from ppdp.release.base import Release
 
 COUNT_COLUMN = "count"
 """The ST's column of c(g, x)."""
@@ -222,37 +221,15 @@ class SparkAnatomyRelease(AnatomyRelease):
 
     def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
                  cube: SparkAnatomyCube) -> None:
-        Release.__init__(self, schema, parameters, n_rows)
-        (self.sensitive,) = schema.sensitive
+        super().__init__(schema, parameters, n_rows, None, None, None, read=lambda: (
+            AnatomyRelease._from_tables(schema, parameters, n_rows,
+                                        read_whole({"qit": cube, "st": cube._st}))))
         self._spark_cube = cube
-        self._read: AnatomyRelease | None = None
-
-    # The in-memory release's attributes, as properties (mypy's [override] below: a read-only
-    # property for a settable attribute); the tables are read from the files when first asked.
-    @property
-    def _cube(self) -> SparkAnatomyCube:  # type: ignore[override]
-        return self._spark_cube
-
-    def _in_memory(self) -> AnatomyRelease:
-        """The release read from its files, checked as `load_release` checks them."""
-        if self._read is None:
-            cube = self._spark_cube
-            self._read = AnatomyRelease._from_tables(
-                self.schema, self.parameters, self.n_rows,
-                read_whole({"qit": cube, "st": cube._st}))
-        return self._read
 
     @property
-    def qit(self) -> dict[str, np.ndarray]:  # type: ignore[override]
-        return self._in_memory().qit
-
-    @property
-    def qit_groups(self) -> np.ndarray:  # type: ignore[override]
-        return self._in_memory().qit_groups
-
-    @property
-    def st(self) -> tuple[np.ndarray, ...]:  # type: ignore[override]
-        return self._in_memory().st
+    def _cubes(self) -> tuple[Cube, Cube]:
+        # One Spark cube counts both: tables without the sensitive column are the QIT's.
+        return self._spark_cube, self._spark_cube
 
 
 def load_anatomy(schema: Schema, parameters: Mapping[str, Any], n_rows: int,

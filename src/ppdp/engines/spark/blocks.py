@@ -19,12 +19,13 @@ and writes the same files from the same key:
    Group ids of block b are to be moved past the groups of the blocks before it, known only
    once every block is published: a table that numbers groups (``GroupID``) in a block after
    the first is held back as Arrow IPC in a hidden folder of the staging directory. The tasks
-   return, per block, its parameters (its number of groups), its parts' digests and the counts
-   of their distinct rows (`ppdp.row_counts`): domain-sized results, never rows;
+   return, per block, its parameters (its number of groups), its parts' digests, the counts
+   of their distinct rows (`ppdp.row_counts`) and the block's summary (Anatomy's pair counts,
+   `Release.summary`): domain-sized results, never rows;
 4. write: the driver adds up the group counts into offsets; a second Spark job, a task per
    block, moves the held-back tables' group ids by their offsets and writes them as Parquet;
-   then ``row_counts.parquet`` and ``release.json`` (last), and the staging directory is
-   committed atomically (`ppdp.storage`).
+   then ``row_counts.parquet``, the summary and ``release.json`` (last), and the staging
+   directory is committed atomically (`ppdp.storage`).
 
 The parts are written by the tasks into the staging folder beside the release: the driver and
 the executors must share that filesystem (local Spark, or a shared mount).
@@ -58,7 +59,7 @@ from ppdp.query.row_counts import RowCounter
 from ppdp.release.base import Release
 from ppdp.release.format import part_names
 from ppdp.release.target import check_target
-from ppdp.release.write import commit_release, write_metadata, write_row_counts
+from ppdp.release.write import commit_release, write_metadata, write_row_counts, write_summary
 from ppdp.table.table import Table
 
 _HELD = ".held"
@@ -101,11 +102,14 @@ class SparkGroupRelease(SavedTables):
             by_block = _answers_by_block(self._published(schema, staging).toArrow(), n_blocks)
             parameters: dict[str, Any] = {}
             offsets, n_rows, groups = [], 0, 0
+            summary = RowCounter()
             for block in range(n_blocks):
                 described = pickle.loads(by_block[block][0]["described"])
                 offsets.append(groups)
                 groups += merge_parameters(parameters, described["parameters"])
                 n_rows += described["n_rows"]
+                for counts in described["summary"]:
+                    summary.add(counts)
             held = [[(entry["name"], offsets[block], entry["counted"])
                      for entry in by_block[block] if entry["digest"] is None]
                     for block in range(n_blocks)]
@@ -129,6 +133,9 @@ class SparkGroupRelease(SavedTables):
             # engine lists them.
             digests = {name: digests[name] for parts in files.values() for name in parts}
             write_row_counts(staging, counter.table(), listed, digests)
+            if described["summary_stem"] is not None:
+                write_summary(staging, described["summary_stem"], summary.table(), listed,
+                              digests)
             write_metadata(staging, described["mechanism"], parameters, n_rows,
                            described["schema"], listed, digests)
             commit_release(staging, target, overwrite=overwrite)
@@ -210,7 +217,10 @@ def _written(release: Release, block: int, n_blocks: int, staging: Path) -> pa.R
         else:
             digest, counts = write_part(staging / name, table, 0, counted)
         described = {"parameters": release.parameters, "n_rows": release.n_rows,
-                     "mechanism": release.mechanism, "schema": release.schema}
+                     "mechanism": release.mechanism, "schema": release.schema,
+                     "summary_stem": release.summary,
+                     "summary": release._summary_parts() if release.summary and not position
+                     else []}
         for field, value in (("block", block), ("position", position), ("stem", stem),
                              ("name", name), ("digest", digest), ("counted", counted),
                              ("counts", pickle.dumps(counts) if digest and counted else None),

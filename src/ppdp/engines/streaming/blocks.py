@@ -38,7 +38,7 @@ from ppdp.randomness import RandomState
 from ppdp.release.base import Release
 from ppdp.release.format import part_names
 from ppdp.release.target import check_target
-from ppdp.release.write import commit_release, write_metadata, write_row_counts
+from ppdp.release.write import commit_release, write_metadata, write_row_counts, write_summary
 from ppdp.table.source import DEFAULT_BATCH_ROWS, Batch, Source
 from ppdp.table.table import Table
 from ppdp.workers import in_chunks, map_ordered, threads_for
@@ -73,7 +73,7 @@ def publish_blocks(mechanism: GroupMechanism, source: Source,
         parameters: dict[str, Any] = {}
         written: list[dict[str, tuple[str, str]]] = []
         n_rows = groups = 0
-        counter = RowCounter()
+        counter, summary = RowCounter(), RowCounter()
 
         def publish(block: int) -> Release:
             release = _publish_spill(mechanism, spills[block], schema, source.name, key, block,
@@ -88,6 +88,8 @@ def publish_blocks(mechanism: GroupMechanism, source: Source,
             written.append(done[0])
             for counts in done[1]:
                 counter.add(counts)
+            for counts in done[2]:
+                summary.add(counts)
 
         # Blocks published on the workers, in order of their ids; each written on a writer
         # thread once the groups of the blocks before it are known. At most a block a worker
@@ -99,7 +101,7 @@ def publish_blocks(mechanism: GroupMechanism, source: Source,
                 pending.append(pool.submit(write, release, block, groups))
                 groups += merge_parameters(parameters, release.parameters)
                 n_rows += release.n_rows
-                described = release.mechanism, release.schema
+                described = release.mechanism, release.schema, release.summary
                 del release
                 while len(pending) > threads or (pending and pending[0].done()):
                     collect(pending.pop(0).result())
@@ -116,6 +118,8 @@ def publish_blocks(mechanism: GroupMechanism, source: Source,
             files[stem] = parts[0] if len(parts) == 1 else parts
             digests.update(block[stem] for block in written)
         write_row_counts(staging, counter.table(), files, digests)
+        if described[2] is not None:
+            write_summary(staging, described[2], summary.table(), files, digests)
         write_metadata(staging, described[0], parameters, n_rows, described[1], files,
                        digests)
         commit_release(staging, target, overwrite=overwrite, before_commit=before_commit)
@@ -172,9 +176,10 @@ def _publish_spill(mechanism: GroupMechanism, spill: Path, schema: Schema, name:
                              block, n_blocks)
 
 
-Written = tuple[dict[str, tuple[str, str]], list[Any]]
-"""What writing a block gave: each table's file name and digest by stem, and the counts of
-the distinct rows of those counted (`RowCounter.count_part`)."""
+Written = tuple[dict[str, tuple[str, str]], list[Any], list[Any]]
+"""What writing a block gave: each table's file name and digest by stem, the counts of
+the distinct rows of those counted (`RowCounter.count_part`), and the block's summary
+(`Release._summary_parts`; none for most mechanisms)."""
 
 
 def _write_block(staging: Path, release: Release, block: int, n_blocks: int, offset: int
@@ -189,4 +194,4 @@ def _write_block(staging: Path, release: Release, block: int, n_blocks: int, off
         written[stem] = (name, digest)
         if counted:
             counted_rows.append(counts)
-    return written, counted_rows
+    return written, counted_rows, release._summary_parts() if release.summary else []

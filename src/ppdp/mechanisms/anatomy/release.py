@@ -6,26 +6,29 @@ group in proportion to that value's share of the group."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ppdp.data.schema import Schema
-from ppdp.errors import QueryError
+from ppdp.errors import ReleaseError, first_line
+from ppdp.mechanisms.anatomy.pairs import PAIR_COUNTS, PairCounts, count_pair_parts
 from ppdp.mechanisms.base import check_sensitive
 from ppdp.mechanisms.parameters import require_integer
 from ppdp.plan.blocks import GROUP_COLUMN
+from ppdp.plan.engine import ScannedFiles
 from ppdp.query.binding import BoundQuery
-from ppdp.query.cube import Cube, count_histogram, flat_key
+from ppdp.query.cube import Cube, count_histogram
+from ppdp.query.row_counts import RowCounter
 from ppdp.query.splitting import split
-from ppdp.release.arrow import rows_from_arrow, rows_to_arrow
+from ppdp.release.arrow import joined_parts, rows_from_arrow, rows_to_arrow
 from ppdp.release.base import Release
-
-if TYPE_CHECKING:
-
-    import scipy.sparse as sp
+from ppdp.release.format import METADATA_FILE
 
 
 def check_l(l: Any) -> int:  # noqa: E741 - the paper's symbol
@@ -34,32 +37,103 @@ def check_l(l: Any) -> int:  # noqa: E741 - the paper's symbol
 
 
 class AnatomyRelease(Release):
-    """An Anatomy release: QIT (quasi-identifiers, GroupID) and ST (GroupID, value, count)."""
+    """An Anatomy release: QIT (quasi-identifiers, GroupID) and ST (GroupID, value, count).
+
+    Counts come from its pair counts (`ppdp.mechanisms.anatomy.pairs`), which the publisher
+    writes beside the QIT and the ST: a release loaded with them reads neither until asked for
+    (`qit`, `qit_groups`, `st`; saving it again, say); one without them reads both and counts
+    its pairs on the first query."""
 
     mechanism = "anatomy"
     # The quasi-identifier table and the sensitive table: neither is the main one.
     main_table = None
+    # Left in their files where the pair counts were published (`_from_files`).
+    scanned = frozenset({"qit", "st"})
+    summary = PAIR_COUNTS
 
     def __init__(self, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
-                 qit: Mapping[str, np.ndarray], qit_groups: np.ndarray,
-                 st: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+                 qit: Mapping[str, np.ndarray] | None, qit_groups: np.ndarray | None,
+                 st: tuple[np.ndarray, np.ndarray, np.ndarray] | None, *,
+                 pairs: pa.Table | None = None,
+                 read: Callable[[], AnatomyRelease] | None = None) -> None:
         super().__init__(schema, parameters, n_rows)
         (self.sensitive,) = schema.sensitive
-        self.qit = dict(qit)
-        self.qit_groups = np.asarray(qit_groups, dtype=np.int32)
-        self.st = tuple(np.asarray(a) for a in st)
-        self._group_sizes = np.bincount(self.qit_groups, minlength=int(parameters["n_groups"]))
-        self._expected: _ExpectedCube | None = None
+        if qit is None or qit_groups is None or st is None:
+            if read is None:
+                raise ValueError("an Anatomy release needs its QIT and ST, or a way to read "
+                                 "them")
+            self._read: AnatomyRelease | None = None
+        else:
+            self._read = self
+            self._qit = dict(qit)
+            self._qit_groups = np.asarray(qit_groups, dtype=np.int32)
+            self._st = tuple(np.asarray(a) for a in st)
+        self._reader = read
+        self._pairs = pairs
+        # Published pair counts are checked now, on loading, not on the first query.
+        self._counts = None if pairs is None else self._count_from(pairs)
+
+    def _in_memory(self) -> AnatomyRelease:
+        """The release with its QIT and ST in memory: itself, or read from its files."""
+        if self._read is None:
+            assert self._reader is not None
+            self._read = self._reader()
+        return self._read
 
     @property
-    def _cube(self) -> _ExpectedCube:
-        # Built on the first query, not at publishing time.
-        if self._expected is None:
-            st_groups, st_values, st_counts = self.st
-            self._expected = _ExpectedCube(self.qit, self.schema.sizes(), self.n_rows,
-                                           self.sensitive, self.qit_groups, st_groups,
-                                           st_values, st_counts / self._group_sizes[st_groups])
-        return self._expected
+    def qit(self) -> dict[str, np.ndarray]:
+        """The QIT's quasi-identifier codes, by column."""
+        return self._in_memory()._qit
+
+    @property
+    def qit_groups(self) -> np.ndarray:
+        """The QIT's group ids (GroupID), one per row."""
+        return self._in_memory()._qit_groups
+
+    @property
+    def st(self) -> tuple[np.ndarray, ...]:
+        """The ST's lines: group ids, sensitive codes and counts c(g, x)."""
+        return self._in_memory()._st
+
+    def _summary_parts(self) -> list[Any]:
+        return count_pair_parts(self._pairs_schema(), self.qit, self.qit_groups, self.st,
+                                self.n_groups)
+
+    def _summary_table(self) -> pa.Table | None:
+        """The pair counts T (`ppdp.mechanisms.anatomy.pairs`): published, or counted from
+        the QIT and the ST; None beyond the size the file may hold."""
+        if self._pairs is None:
+            self._pairs = super()._summary_table()
+        return self._pairs
+
+    def _pairs_schema(self) -> Schema:
+        return self.schema.select([*self.schema.quasi_identifiers, self.sensitive])
+
+    @property
+    def _cubes(self) -> tuple[Cube, Cube]:
+        """The cubes counts come from: the quasi-identifier counts n(k), and the expected
+        counts E(k, x) in which the sensitive column holds each row's share of its group's
+        values (`PairCounts`)."""
+        if self._counts is None:
+            pairs = self._summary_table()
+            if pairs is None:
+                # Too many to be written (`MAX_COUNTED_ROWS`): counted again, in memory.
+                counter = RowCounter(bounded=False)
+                for counted in self._summary_parts():
+                    counter.add(counted)
+                pairs = counter.table()
+            assert pairs is not None  # counted, however many
+            self._counts = self._count_from(pairs)
+        return self._counts.plain, self._counts.expected
+
+    def _count_from(self, pairs: pa.Table) -> PairCounts:
+        return PairCounts(self._pairs_schema(), pairs, n_rows=self.n_rows,
+                          n_groups=self.n_groups, l=int(self.parameters["l"]))
+
+    @property
+    def n_groups(self) -> int:
+        """How many groups the release holds."""
+        return int(self.parameters["n_groups"])
 
     def _tables(self) -> dict[str, pa.Table]:
         quasi = self.schema.select(self.schema.quasi_identifiers)
@@ -104,21 +178,48 @@ class AnatomyRelease(Release):
                 np.bincount(st[0], weights=st[2], minlength=n_groups),
                 np.bincount(qit_groups, minlength=n_groups)):
             raise ValueError("ST counts do not add up to the QIT group sizes")
-        return cls(schema, parameters, n_rows, qit, qit_groups, st)
+        return cls(schema, parameters, n_rows, qit, qit_groups, st,
+                   pairs=tables.get(PAIR_COUNTS))
+
+    @classmethod
+    def _from_files(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
+                    tables: Mapping[str, pa.Table], scans: ScannedFiles) -> AnatomyRelease:
+        """With its pair counts, a release whose QIT and ST stay in their files until asked
+        for (read and checked then as `_from_tables` checks them); without, both read now."""
+
+        def read() -> AnatomyRelease:
+            try:
+                return cls._from_tables(schema, parameters, n_rows,
+                                        {**tables, **{stem: _read_whole(scans, stem)
+                                                      for stem in ("qit", "st")}})
+            except (ValueError, KeyError, pa.ArrowException) as exc:
+                raise ReleaseError(f"{Path(scans['qit'][0]).parent} does not match its "
+                                   f"{METADATA_FILE}: {first_line(exc)}") from exc
+
+        pairs = tables.get(PAIR_COUNTS)
+        if pairs is None:
+            return read()
+        qit_rows = sum(pq.read_metadata(os.fspath(path)).num_rows
+                       for path in scans.readable("qit"))
+        if qit_rows != n_rows:
+            raise ValueError(f"expected {n_rows} QIT rows, found {qit_rows}")
+        return cls(schema, parameters, n_rows, None, None, None, pairs=pairs, read=read)
 
     def _estimate(self, queries: Sequence[BoundQuery]
                   ) -> list[tuple[np.ndarray, np.ndarray | None]]:
         sizes = self.schema.sizes()
+        plain_cube, expected_cube = self._cubes
         results: list[tuple[np.ndarray, np.ndarray | None]] = []
         for query in queries:
             if self.sensitive not in query.columns:
-                counts = count_histogram(self._cube, query.predicate, query.group_by)
+                counts = count_histogram(plain_cube, query.predicate, query.group_by)
                 results.append((np.asarray(counts, dtype=float), np.zeros(counts.shape)))
                 continue
             plain = [c for c in query.group_by if c != self.sensitive]
             values = np.zeros((*tuple(sizes[c] for c in plain), sizes[self.sensitive]))
             for rest, combos in split(query.predicate, [self.sensitive], sizes):
-                values += count_histogram(self._cube, rest, [*plain, self.sensitive]) * combos
+                values += count_histogram(expected_cube, rest,
+                                          [*plain, self.sensitive]) * combos
             if self.sensitive in query.group_by:
                 order = [plain.index(c) if c in plain else len(plain) for c in query.group_by]
                 values = np.transpose(values, order)
@@ -128,72 +229,6 @@ class AnatomyRelease(Release):
         return results
 
 
-class _ExpectedCube(Cube):
-    """Contingency tables of the QIT in which the sensitive column holds expected counts.
-
-    Each QIT row adds ``c(g, x) / |g|`` to every sensitive value x of its group g (Small
-    Domain Randomization, Appendix 10.10). Over the cells k of the other columns this is the
-    product ``E[k, x] = sum_g n(k, g) * share(g, x)``: ``n`` counts the QIT rows of group g in
-    cell k (at most one entry per row) and ``share`` is the ST divided by the group sizes (one
-    entry per ST line), both sparse: a table is one product of about rows * l multiply-adds in
-    compiled code, instead of gathering and scattering a (rows x widest group) array.
-    """
-
-    def __init__(self, codes: Mapping[str, np.ndarray], sizes: Mapping[str, int], n_rows: int,
-                 sensitive: str, row_groups: np.ndarray, st_groups: np.ndarray,
-                 st_values: np.ndarray, st_shares: np.ndarray) -> None:
-        super().__init__(codes, sizes, n_rows)
-        self.sensitive = sensitive
-        n_groups = int(max(row_groups.max(initial=-1), st_groups.max(initial=-1))) + 1
-        self._n_groups = n_groups
-        # Imported here: publishing needs no scipy (0.1-0.2 s of a command's start).
-        import scipy.sparse as sp
-
-        # share(g, x) transposed (values x groups), so that the product below runs over the
-        # rows of each group's block once.
-        self._shares_t = sp.csr_array(
-            (np.asarray(st_shares, dtype=np.float64),
-             (np.asarray(st_values, dtype=np.int64), np.asarray(st_groups, dtype=np.int64))),
-            shape=(self.sizes[sensitive], n_groups))
-        self._row_groups = np.asarray(row_groups)
-        self._by_group: np.ndarray | None = None
-        self._group_sizes = np.bincount(self._row_groups, minlength=n_groups)
-
-    def _group_cells(self, key: np.ndarray, mask: np.ndarray | None, n_cells: int
-                     ) -> sp.csr_array:
-        """n(g, k) of the (masked) rows as a groups x cells CSR matrix (duplicates summed
-        by the product)."""
-        if self._by_group is None:
-            # The QIT rows ordered by group, once (and only for tables with the sensitive
-            # column): every table is then a CSR matrix over groups whose column indices are
-            # the rows' cells, built without sorting again. Order within a group is free.
-            self._by_group = np.argsort(self._row_groups)
-        if mask is None:
-            order, sizes = self._by_group, self._group_sizes
-        else:
-            order = self._by_group[mask[self._by_group]]
-            sizes = np.bincount(self._row_groups[mask], minlength=self._n_groups)
-        indptr = np.zeros(self._n_groups + 1, dtype=np.int64)
-        np.cumsum(sizes, out=indptr[1:])
-        import scipy.sparse as sp
-
-        return sp.csr_array((np.ones(len(order)), key[order], indptr),
-                            shape=(self._n_groups, n_cells))
-
-    def _histogram(self, columns: tuple[str, ...], mask: np.ndarray | None) -> np.ndarray:
-        if self.sensitive not in columns:
-            return super()._histogram(columns, mask)
-        if not self.fits(columns):
-            raise QueryError(f"the columns {list(columns)} span "
-                             f"{np.prod([self.sizes[c] for c in columns], dtype=float):.3g} "
-                             f"value combinations, too many to count densely")
-        plain = tuple(c for c in columns if c != self.sensitive)
-        plain_shape = tuple(self.sizes[c] for c in plain)
-        n_cells = int(np.prod(plain_shape, dtype=np.int64))
-        # Keys of every row (the mask is applied through the group order above).
-        key = (flat_key(self.codes, plain, self.sizes) if plain
-               else np.zeros(len(self._row_groups), dtype=np.int64))
-        expected = (self._shares_t @ self._group_cells(key, mask, n_cells)).toarray()
-        counts = expected.T.reshape((*plain_shape, self.sizes[self.sensitive]))
-        order = [plain.index(c) if c in plain else len(plain) for c in columns]
-        return np.transpose(counts, order)
+def _read_whole(scans: ScannedFiles, stem: str) -> pa.Table:
+    """The files of a scanned stem read whole, their parts joined."""
+    return joined_parts([pq.read_table(os.fspath(path)) for path in scans.readable(stem)])
