@@ -91,8 +91,9 @@ def count_pair_parts(schema: Schema, qit: Mapping[str, np.ndarray], qit_groups: 
         cells, weights = [], []
         # The j-th ST line of each row's group, for every j: a pass per line of the largest
         # group, over the rows whose group has that many lines.
+        fewest = int(lengths.min(initial=0))
         for j in range(int(lengths.max(initial=0))):
-            if j < lengths.min():
+            if j < fewest:
                 line = first + j
                 cells.append(base + line_codes[line])
             else:
