@@ -11,8 +11,8 @@ The table, 3,000 rows of the bundled Adult over declared domains, is opened by e
 the same Parquet file (`Engine.open`), so the row ids are the same; releases are cut into parts
 of 1,000 rows (`ppdp.plan.order.ROWS_PER_PART` lowered) and group mechanisms publish blocks of
 1,200 rows (`ppdp.plan.blocks.BLOCK_ROWS` lowered: three blocks). The memory and streaming
-engines publish on one worker and on two (`ppdp.workers`, batches cut into chunks of 500 rows
-or more): the same files. Every release is published on two workers unless a test says
+engines publish on one worker, on two and on seven (`ppdp.workers`, batches cut into chunks of
+500 rows or more): the same files. Every release is published on two workers unless a test says
 otherwise, so that one publication per engine serves both comparisons.
 """
 
@@ -163,6 +163,15 @@ def test_the_same_key_gives_the_same_files(mechanism: str, engine: str, engine_s
 def test_one_worker_and_two_write_the_same_files(mechanism: str, engine: str,
                                                  published: Published) -> None:
     assert digests(published.path(mechanism, engine, 1)) == \
+        digests(published.path(mechanism, engine))
+
+
+@pytest.mark.parametrize("engine", ["memory", "streaming"])
+@pytest.mark.parametrize("mechanism", sorted(MECHANISMS))
+def test_seven_workers_write_the_same_files(mechanism: str, engine: str,
+                                            published: Published) -> None:
+    """More workers than blocks, parts or chunks: still the same files."""
+    assert digests(published.path(mechanism, engine, 7)) == \
         digests(published.path(mechanism, engine))
 
 
