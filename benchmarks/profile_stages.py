@@ -3,7 +3,8 @@
     python benchmarks/profile_stages.py adult-1e7.parquet [--mechanism sdr|splu] [--workers 1]
 
 The stages are the memory engine's, called one by one through the same functions it calls:
-reading the file (`ppdp.io.read_table`: the domain pass and the encoding pass), then
+reading the file (`ppdp.io.read_table`: each column decoded once into its codes where
+`ppdp.io.parquet_codes` can, as for this file, else a domain pass and an encoding pass), then
 
 - sdr: the plan (the partition of Section 5, from the sensitive histogram), the summary passes
   (the quota assignment of rows to sub-tables), the kernel (each row's sub-table and perturbed
@@ -13,7 +14,10 @@ reading the file (`ppdp.io.read_table`: the domain pass and the encoding pass), 
   draws and shuffle);
 
 then, for both, the Arrow table of the published rows, the Parquet files (encoding and
-compression of every part), and the counts of the distinct rows (``row_counts.parquet``).
+compression of every part), and the counts of the distinct rows (``row_counts.parquet``). These
+last three are timed on the whole table at once; a release's ``save`` makes, writes and counts
+one part at a time on the workers (`ppdp.release.write.write_counted_parts`), so that a part
+reuses the memory of the one before.
 
 Each stage prints its CPU seconds (user + system of the whole process, so the threads of Arrow
 and Polars count), its wall seconds and the page faults it took (new memory the kernel had to

@@ -21,6 +21,7 @@ from ppdp.data.domains import resolve_domains
 from ppdp.data.schema import arrange_domain
 from ppdp.errors import SchemaError
 from ppdp.io.csv_layout import CsvLayout, check_encoding, csv_layout, decoding_error
+from ppdp.io.parquet_codes import read_parquet_codes
 from ppdp.io.rules import (
     _MISSING_CHOICES,
     _NON_NUMERIC_CHOICES,
@@ -160,7 +161,11 @@ def _read_parquet_in_batches(path: Path, **options: Any) -> Table | None:
     132 MB at its peak (1.47 times the codes) after a first Parquet read in the process, whose
     loading of Arrow's Parquet code costs 56 MB once (194 MB in a fresh process); it grew by
     225 MB with every column's batch read at once and Arrow's threads. Read whole: 8.8 s and
-    24 times the encoded table."""
+    24 times the encoded table.
+
+    A file without missing values, of text and integers, is read once instead, each column
+    straight into its codes (`ppdp.io.parquet_codes`); the two passes of `ppdp.scan` read the
+    others."""
     try:
         schema = pq.read_schema(path)
     except MemoryError:
@@ -172,6 +177,13 @@ def _read_parquet_in_batches(path: Path, **options: Any) -> Table | None:
     if (len(set(schema.names)) < len(schema.names) or any(pa.types.is_nested(t) for t in types)
             or any(pa.types.is_dictionary(f.type) and f.type.ordered for f in schema)):
         return None
+    table = read_parquet_codes(
+        path, columns=options["columns"], na_values=options["na_values"],
+        domains=options["domains"], sensitive=options["sensitive"],
+        quasi_identifiers=options["quasi_identifiers"],
+        observed_domains=options["observed_domains"])
+    if table is not None:
+        return table
     try:
         source = scan_table(path, batch_rows=_BATCH_ROWS, **options)
         # What the domain pass freed goes back to the system before the codes are allocated.

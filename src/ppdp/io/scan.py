@@ -503,8 +503,15 @@ class ScanSource(MarginalSource):
         lookup = self._lookup(name, array.dictionary)
         if array.indices.null_count or (lookup.size and lookup.min() < 0):
             return None
-        return lookup.astype(self.schema[name].dtype)[
-            _checked(array.indices.to_numpy(zero_copy_only=False))]
+        typed = lookup.astype(self.schema[name].dtype)
+        indices = array.indices.to_numpy(zero_copy_only=False)
+        if indices.size and (indices.min() < 0 or indices.max() >= len(typed)):
+            return typed[_checked(indices)]  # refused, as numpy or _checked refuse them
+        # One gather into the codes' dtype, its indices checked: half the CPU of numpy's
+        # fancy indexing, which also checks them.
+        codes = np.empty(len(indices), dtype=typed.dtype)
+        np.take(typed, indices, out=codes, mode="clip")
+        return codes
 
     def _outside_error(self, name: str, codes: np.ndarray, array: pa.Array) -> SchemaError:
         outside = pc.unique(pc.filter(array, pa.array(codes == -2))).to_pylist()[:5]

@@ -14,6 +14,7 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, overload
 
@@ -38,6 +39,7 @@ from ppdp.release.arrow import rows_from_arrow, rows_to_arrow
 from ppdp.release.target import check_target
 from ppdp.release.write import (
     commit_release,
+    write_counted_parts,
     write_metadata,
     write_parts,
     write_row_counts,
@@ -253,6 +255,22 @@ class Release(ABC):
         (``scans.cube``; classes with ``scanned`` stems define it)."""
         raise NotImplementedError(f"{cls.__name__} reads every table into memory")
 
+    def _rows_parts(self) -> tuple[list[Callable[[], pa.Table]], dict[str, pa.Table]] | None:
+        """For `save`: the makers of the parts of ``rows`` (a scanned stem), each part made,
+        written and counted on a worker, then dropped, and the other tables (``rows`` first
+        in `_tables`); None where `save` writes `_tables`, as by default."""
+        return None
+
+    def _part_bounds(self) -> list[tuple[int, int]]:
+        """The rows of each part of ``rows``, as `_tables` and `save` cut them: by
+        ``part_rows``, else by ``block_rows``."""
+        sizes = self.part_rows if self.part_rows is not None and len(self.part_rows) > 1 \
+            else (self.block_rows or {}).get("rows")
+        if sizes is None or len(sizes) <= 1:
+            return [(0, self.n_rows)]
+        ends = np.cumsum(sizes).tolist()
+        return list(zip([0, *ends[:-1]], ends, strict=True))
+
     def save(self, directory: str | os.PathLike[str], *, overwrite: bool = False,
              before_commit: Callable[[], Any] | None = None) -> Path:
         """Write the release to a new directory, atomically (see `ppdp.storage`).
@@ -267,7 +285,14 @@ class Release(ABC):
         with staged_directory(target) as staging:
             files: dict[str, str | list[str]] = {}
             digests: dict[str, str] = {}
-            for stem, tables in self._tables().items():
+            parts = self._rows_parts() if "rows" in self.scanned else None
+            if parts is not None:
+                makers, others = parts
+                files["rows"], counts = write_counted_parts(staging, "rows", makers, digests)
+                write_row_counts(staging, counts, files, digests)
+                for stem, tables in others.items():
+                    files[stem] = write_parts(staging, stem, tables, digests)
+            for stem, tables in ({} if parts is not None else self._tables()).items():
                 if self.block_rows and isinstance(tables, pa.Table):
                     tables = split_parts(tables, self.block_rows[stem])
                 files[stem] = write_parts(staging, stem, tables, digests)
@@ -324,6 +349,17 @@ class RowsRelease(Release):
 
     def _tables(self) -> dict[str, pa.Table]:
         return {"rows": split_parts(rows_to_arrow(self.schema, self.codes), self.part_rows)}
+
+    def _rows_parts(self) -> tuple[list[Callable[[], pa.Table]], dict[str, pa.Table]]:
+        # A part's Arrow table made from its slice of the codes when it is written: the
+        # dictionary indices (4 bytes a cell) of the whole table at once were new memory
+        # that the kernel had to clear, a part's are reused by the next part.
+        return [partial(self._rows_part, start, stop)
+                for start, stop in self._part_bounds()], {}
+
+    def _rows_part(self, start: int, stop: int) -> pa.Table:
+        return rows_to_arrow(self.schema, {name: values[start:stop]
+                                           for name, values in self.codes.items()})
 
     @classmethod
     def _from_tables(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from ppdp.data.schema import Schema
 from ppdp.errors import ReleaseError
 from ppdp.io.storage import commit_directory
-from ppdp.query.row_counts import ROW_COUNTS
+from ppdp.query.row_counts import ROW_COUNTS, RowCounter
 from ppdp.release.format import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -41,6 +41,26 @@ def write_parts(staging: Path, stem: str, tables: pa.Table | list[pa.Table],
                       list(zip(names, parts, strict=True)))
     digests.update(zip(names, written, strict=True))
     return names[0] if len(names) == 1 else names
+
+
+def write_counted_parts(staging: Path, stem: str, makers: list[Callable[[], pa.Table]],
+                        digests: dict[str, str]) -> tuple[str | list[str], pa.Table | None]:
+    """Write one published table given as makers of its parts: each part made, written and
+    counted (`ppdp.query.row_counts.RowCounter`) on a worker, then dropped; its entry of
+    ``files`` (as `write_parts` gives it) and the counts of its distinct rows."""
+    counter = RowCounter()
+    names = part_names(stem, len(makers))
+
+    def write(named: tuple[str, Callable[[], pa.Table]]) -> tuple[str, Any]:
+        table = named[1]()
+        return write_parquet(staging / named[0], table), counter.count_part(table)
+
+    for name, (digest, counted) in zip(names, run_all(write, list(zip(names, makers,
+                                                                          strict=True))),
+                                       strict=True):
+        digests[name] = digest
+        counter.add(counted)
+    return (names[0] if len(names) == 1 else names), counter.table()
 
 
 def write_row_counts(staging: Path, counts: pa.Table | None,

@@ -12,7 +12,8 @@ allows."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -112,6 +113,16 @@ class PerturbationRelease(Release):
         return {"rows": split_parts(rows_to_arrow(self.schema, self.codes, extra),
                                     self.part_rows),
                 "subtables": subtable_domains(self.schema, self.compound, self.domains)}
+
+    def _rows_parts(self) -> tuple[list[Callable[[], pa.Table]], dict[str, pa.Table]]:
+        # The parts made as they are written (see `RowsRelease._rows_parts`).
+        return [partial(self._rows_part, start, stop) for start, stop in self._part_bounds()], \
+            {"subtables": subtable_domains(self.schema, self.compound, self.domains)}
+
+    def _rows_part(self, start: int, stop: int) -> pa.Table:
+        extra = {SUBTABLE_COLUMN: self.subtable[start:stop]} if self.n_subtables > 1 else None
+        return rows_to_arrow(self.schema, {name: values[start:stop]
+                                           for name, values in self.codes.items()}, extra)
 
     @classmethod
     def _from_tables(cls, schema: Schema, parameters: Mapping[str, Any], n_rows: int,
