@@ -553,8 +553,8 @@ def test_save_overwrite_replaces_a_release(tmp_path: Path) -> None:
     target = tmp_path / "release"
     publish("dbr").save(target)
     publish("anatomy").save(target, overwrite=True)
-    assert sorted(p.name for p in target.iterdir()) == ["qit.parquet", "release.json",
-                                                         "st.parquet"]
+    assert sorted(p.name for p in target.iterdir()) == ["pair_counts.parquet", "qit.parquet",
+                                                         "release.json", "st.parquet"]
     assert isinstance(load_release(target), ppdp.mechanisms.AnatomyRelease)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["release"]
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from ppdp.engines.spark.session import spark_session
 from ppdp.errors import ReleaseError
+from ppdp.mechanisms.anatomy.pairs import PAIR_COUNTS
 from ppdp.query.row_counts import ROW_COUNTS
 from ppdp.release.format import METADATA_FILE
 
@@ -33,4 +34,4 @@ class SavedTables:
         spark = spark_session()
         return {stem: spark.read.parquet(*(str(self.saved / name) for name in (
                     entry if isinstance(entry, list) else [entry])))
-                for stem, entry in files.items() if stem != ROW_COUNTS}
+                for stem, entry in files.items() if stem not in (ROW_COUNTS, PAIR_COUNTS)}
