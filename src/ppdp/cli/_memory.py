@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
-import importlib
 import os
 import platform
 import resource
@@ -111,10 +110,7 @@ def reuse_freed_memory() -> None:
     Measured on 10^7 rows of sdr in memory: the quota passes took 2,400 page faults instead of
     28,000, and half the CPU. Nothing under an address-space limit, where memory kept would
     count against it, where the C library is not glibc, or where ``MALLOC_MMAP_THRESHOLD_`` says
-    otherwise.
-
-    numpy's arrays are also given small pages (`_small_pages`)."""
-    _small_pages()
+    otherwise."""
     if (address_space_limit() is not None or "MALLOC_MMAP_THRESHOLD_" in os.environ
             or platform.libc_ver()[0] != "glibc"):
         return
@@ -122,22 +118,6 @@ def reuse_freed_memory() -> None:
         libc = ctypes.CDLL(None)
         libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
         libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
-
-
-def _small_pages() -> None:
-    """Stop numpy asking the kernel for huge pages (``madvise(MADV_HUGEPAGE)``) for its arrays
-    of 4 MB or more, unless ``NUMPY_MADVISE_HUGEPAGE`` says otherwise.
-
-    Where transparent huge pages are given on request (``defrag`` set to ``madvise``, the
-    usual default), the kernel then clears, and compacts memory for, 2 MB pages at each first
-    touch: an engine's arrays are new memory at every step. Measured on 10^7 rows of sdr in
-    memory (2 cores): 1.6-2.0 system CPU-s with them, 1.1-1.2 without, the same user CPU, and
-    a peak resident memory of 907 MB instead of 1,010-1,067."""
-    if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
-        return
-    with contextlib.suppress(ImportError, AttributeError):
-        # numpy's own switch of it (1.20 on), in the module where numpy 2 keeps it.
-        importlib.import_module("numpy._core.multiarray")._set_madvise_hugepage(False)
 
 
 def _limit_malloc_arenas(arenas: int) -> None:
