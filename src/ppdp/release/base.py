@@ -32,7 +32,7 @@ from ppdp.plan.order import split_parts
 from ppdp.query.binding import BoundQuery, bind
 from ppdp.query.cube import Cube
 from ppdp.query.grouped import grouped, require_ungrouped
-from ppdp.query.row_counts import RowCounter, count_rows
+from ppdp.query.row_counts import RowCounter
 from ppdp.query.scan_cube import ScanCube
 from ppdp.query.syntax import Query
 from ppdp.release.arrow import rows_from_arrow, rows_to_arrow
@@ -235,10 +235,11 @@ class Release(ABC):
         `RowCounter.add`."""
         raise NotImplementedError(f"a {self.mechanism} release has no summary")
 
-    def _summary_table(self) -> pa.Table | None:
+    def _summary_table(self, *, bounded: bool = True) -> pa.Table | None:
         """The `summary` of the whole release, as its file holds it; None when too large to
-        be written."""
-        counter = RowCounter()
+        be written (unless not ``bounded``: then counted however large, to be kept in
+        memory)."""
+        counter = RowCounter(bounded=bounded)
         for counted in self._summary_parts():
             counter.add(counted)
         return counter.table()
@@ -256,9 +257,10 @@ class Release(ABC):
         raise NotImplementedError(f"{cls.__name__} reads every table into memory")
 
     def _rows_parts(self) -> tuple[list[Callable[[], pa.Table]], dict[str, pa.Table]] | None:
-        """For `save`: the makers of the parts of ``rows`` (a scanned stem), each part made,
-        written and counted on a worker, then dropped, and the other tables (``rows`` first
-        in `_tables`); None where `save` writes `_tables`, as by default."""
+        """For `save`: the makers of the parts of ``rows`` (the scanned stem of a release of
+        rows, whose distinct rows are counted as they are written), each part made, written
+        and counted on a worker, then dropped, and the other tables (``rows`` first in
+        `_tables`); None where `save` writes `_tables`, as by default."""
         return None
 
     def _part_bounds(self) -> list[tuple[int, int]]:
@@ -285,19 +287,14 @@ class Release(ABC):
         with staged_directory(target) as staging:
             files: dict[str, str | list[str]] = {}
             digests: dict[str, str] = {}
-            parts = self._rows_parts() if "rows" in self.scanned else None
+            parts = self._rows_parts()
             if parts is not None:
-                makers, others = parts
-                files["rows"], counts = write_counted_parts(staging, "rows", makers, digests)
+                files["rows"], counts = write_counted_parts(staging, "rows", parts[0], digests)
                 write_row_counts(staging, counts, files, digests)
-                for stem, tables in others.items():
-                    files[stem] = write_parts(staging, stem, tables, digests)
-            for stem, tables in ({} if parts is not None else self._tables()).items():
+            for stem, tables in (self._tables() if parts is None else parts[1]).items():
                 if self.block_rows and isinstance(tables, pa.Table):
                     tables = split_parts(tables, self.block_rows[stem])
                 files[stem] = write_parts(staging, stem, tables, digests)
-                if stem == "rows" and stem in self.scanned:
-                    write_row_counts(staging, count_rows(tables), files, digests)
             if self.summary is not None:
                 write_summary(staging, self.summary, self._summary_table(), files, digests)
             write_metadata(staging, self.mechanism, self.parameters, self.n_rows, self.schema,

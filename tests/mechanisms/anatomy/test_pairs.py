@@ -141,8 +141,11 @@ def test_a_release_with_too_many_pairs_to_write_is_counted_from_its_tables(
                "a = 3 OR s = 'v2'", "b < 4"]
     with_pairs = load_release(release.save(tmp_path / "with"))
     monkeypatch.setattr(ppdp.query.row_counts, "MAX_COUNTED_ROWS", 10)
-    # Published again (the same release): the first one keeps the pairs it counted.
-    saved = Anatomy(l=3).publish(table, random_state=1).save(tmp_path / "without")
+    # Published again (the same release): the first one keeps the pairs it counted. Counted
+    # before it is saved, it still saves no pairs: those counted in memory are not kept.
+    again = Anatomy(l=3).publish(table, random_state=1)
+    assert again.count(queries[0]).value == with_pairs.count(queries[0]).value
+    saved = again.save(tmp_path / "without")
     assert not (saved / "pair_counts.parquet").exists()
     for engine in ("memory", "streaming"):
         without = load_release(saved, engine=engine)

@@ -24,7 +24,6 @@ from ppdp.plan.blocks import GROUP_COLUMN
 from ppdp.plan.engine import ScannedFiles
 from ppdp.query.binding import BoundQuery
 from ppdp.query.cube import Cube, count_histogram
-from ppdp.query.row_counts import RowCounter
 from ppdp.query.splitting import split
 from ppdp.release.arrow import joined_parts, rows_from_arrow, rows_to_arrow
 from ppdp.release.base import Release
@@ -99,12 +98,17 @@ class AnatomyRelease(Release):
         return count_pair_parts(self._pairs_schema(), self.qit, self.qit_groups, self.st,
                                 self.n_groups)
 
-    def _summary_table(self) -> pa.Table | None:
+    def _summary_table(self, *, bounded: bool = True) -> pa.Table | None:
         """The pair counts T (`ppdp.mechanisms.anatomy.pairs`): published, or counted from
-        the QIT and the ST; None beyond the size the file may hold."""
-        if self._pairs is None:
-            self._pairs = super()._summary_table()
-        return self._pairs
+        the QIT and the ST; None beyond the size the file may hold, unless not ``bounded``.
+        Only what the file may hold is kept: `save` writes the same files whatever was
+        counted before."""
+        if self._pairs is not None:
+            return self._pairs
+        pairs = super()._summary_table(bounded=bounded)
+        if bounded:
+            self._pairs = pairs
+        return pairs
 
     def _pairs_schema(self) -> Schema:
         return self.schema.select([*self.schema.quasi_identifiers, self.sensitive])
@@ -116,12 +120,8 @@ class AnatomyRelease(Release):
         values (`PairCounts`)."""
         if self._counts is None:
             pairs = self._summary_table()
-            if pairs is None:
-                # Too many to be written (`MAX_COUNTED_ROWS`): counted again, in memory.
-                counter = RowCounter(bounded=False)
-                for counted in self._summary_parts():
-                    counter.add(counted)
-                pairs = counter.table()
+            if pairs is None:  # too many to be written (`MAX_COUNTED_ROWS`): counted anyway
+                pairs = self._summary_table(bounded=False)
             assert pairs is not None  # counted, however many
             self._counts = self._count_from(pairs)
         return self._counts.plain, self._counts.expected
