@@ -158,20 +158,14 @@ def test_the_same_key_gives_the_same_files(mechanism: str, engine: str, engine_s
     assert digests(published.path(mechanism, engine)) == reference
 
 
+@pytest.mark.parametrize("workers", [1, 7])
 @pytest.mark.parametrize("engine", ["memory", "streaming"])
 @pytest.mark.parametrize("mechanism", sorted(MECHANISMS))
-def test_one_worker_and_two_write_the_same_files(mechanism: str, engine: str,
-                                                 published: Published) -> None:
-    assert digests(published.path(mechanism, engine, 1)) == \
-        digests(published.path(mechanism, engine))
-
-
-@pytest.mark.parametrize("engine", ["memory", "streaming"])
-@pytest.mark.parametrize("mechanism", sorted(MECHANISMS))
-def test_seven_workers_write_the_same_files(mechanism: str, engine: str,
-                                            published: Published) -> None:
-    """More workers than blocks, parts or chunks: still the same files."""
-    assert digests(published.path(mechanism, engine, 7)) == \
+def test_any_number_of_workers_writes_the_same_files(mechanism: str, engine: str,
+                                                     workers: int,
+                                                     published: Published) -> None:
+    """One worker, or more workers than blocks, parts or chunks: the files of two."""
+    assert digests(published.path(mechanism, engine, workers)) == \
         digests(published.path(mechanism, engine))
 
 

@@ -110,9 +110,6 @@ _CHUNK = 1 << 20
 """Rows of the temporaries of `rank_order` (8 MB): small enough for malloc to reuse them."""
 
 
-_RANK = "__rank"
-
-
 def split_parts(table: Any, part_rows: Sequence[int] | None) -> Any:
     """A published Arrow table as its parts (a list), or itself when it has one part."""
     if part_rows is None or len(part_rows) <= 1:
